@@ -1,0 +1,1 @@
+"""simbatch: a discrete-event simulator and capacity planner for batching pipelines."""

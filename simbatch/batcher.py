@@ -1,0 +1,289 @@
+"""The size-or-timer batcher of ``bsv-blockchain/go-batcher`` (mechanisms.md section 1).
+
+Modelled, by version:
+
+* **Timer.** ``timer = "cycle"`` is v1.0.0-v1.2.3 (teranode's v1.1.0 in Nov 2025): a timer of
+  ``timeout`` is armed at the start of every cycle, a full batch ends the cycle early, a
+  firing timer flushes a non-empty batch, and a new cycle starts at once even when the batch
+  is empty, so the timer is anchored at the end of the previous flush.
+  ``timer = "first_item"`` is v1.2.4+ and v2 ("max age"): armed only when an item arrives at
+  an empty batch, never extended by later items, stopped by a size flush.
+* **Tick mode** (v2.0.2+, ``tick_ms``): a fixed-cadence ticker created with the batcher,
+  attached at the first item; a tick flushes a non-empty batch; the lazy timer is off; ticks
+  that arrive while one is pending are dropped (a Go ticker's 1-slot channel).
+* **Drain mode** (v1.2.8+): one blocking receive, then non-blocking receives while the batch
+  is below ``size``, then flush at once; a 1-item batch when nothing else is queued.
+* **Dispatch.** ``inline`` (background=false: the worker is busy for the service time),
+  ``background`` (a new goroutine per batch, unbounded), ``pool`` (SetMaxConcurrent(n): the
+  worker blocks until one of n slots is free, so backpressure reaches Put through the
+  ``64 x size`` channel).
+* **Close** (v2.0.4+): drain the channel, dispatch the remainder synchronously in chunks of at
+  most ``size``, wait for in-flight background batches.
+
+Simplifications: ``Trigger()``, PutBatch and greedy accumulate are not modelled. Work at one
+simulated instant is ordered by SimPy's event queue, so when a timer and an item are ready
+at the same instant the one scheduled first wins (Go's select picks at random).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from .channel import Channel
+from .errors import (ConfigError, check_bool, check_choice, check_int, check_number,
+                     check_optional_int)
+
+TIMERS = ("first_item", "cycle")
+DISPATCHES = ("inline", "background", "pool")
+# Flush triggers, as stored in batch records.
+SIZE, TIMER, DRAIN, CLOSE, TICK = "size", "timer", "drain", "close", "tick"
+TRIGGERS = (SIZE, TIMER, DRAIN, CLOSE, TICK)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatcherConfig:
+    """Settings of one go-batcher instance.
+
+    Parameters
+    ----------
+    size : int
+        Size cap: a batch flushes at once when it holds ``size`` items.
+    timeout_ms : float
+        Timer duration in milliseconds (the ``duration`` of ``NewWithPool``).
+    timer : {"first_item", "cycle"}
+        Timer semantics: v1.2.4+ max age from the first item, or v1.1.0 cycle timer.
+    tick_ms : float or None
+        Tick mode interval; replaces the lazy timer. ``None`` = off.
+    drain : bool
+        Drain mode (no timer; flush whatever is queued).
+    dispatch : {"inline", "background", "pool"}
+        Where the flush function runs.
+    max_concurrent : int or None
+        Pool size for ``dispatch = "pool"`` (required there, not allowed elsewhere).
+    queue_factor : int
+        Channel capacity in multiples of ``size`` (go-batcher: 64).
+    timer_overshoot_us : float
+        How late the host's timers fire (Go runtime timer wake-up; golang/go#44343 shows it
+        is platform-dependent). Applied to the timer and to ticks. Usually set once per host
+        through the scenario's ``[host]`` table.
+
+    Examples
+    --------
+    >>> BatcherConfig(size=100, timeout_ms=10).queue_capacity
+    6400
+    """
+
+    size: int = 100
+    timeout_ms: float = 10.0
+    timer: str = "first_item"
+    tick_ms: float | None = None
+    drain: bool = False
+    dispatch: str = "inline"
+    max_concurrent: int | None = None
+    queue_factor: int = 64
+    timer_overshoot_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        owner = "BatcherConfig"
+        check_number(owner, "timer_overshoot_us", self.timer_overshoot_us)
+        check_int(owner, "size", self.size, minimum=1)
+        check_number(owner, "timeout_ms", self.timeout_ms)
+        check_choice(owner, "timer", self.timer, TIMERS)
+        if self.tick_ms is not None:
+            check_number(owner, "tick_ms", self.tick_ms, strict=True)
+        check_bool(owner, "drain", self.drain)
+        check_choice(owner, "dispatch", self.dispatch, DISPATCHES)
+        check_optional_int(owner, "max_concurrent", self.max_concurrent)
+        check_int(owner, "queue_factor", self.queue_factor, minimum=1)
+        if self.timer == "cycle" and self.timeout_ms == 0 and self.tick_ms is None \
+                and not self.drain:
+            raise ConfigError("The 'timeout_ms' parameter of BatcherConfig must be > 0 with "
+                              "timer = 'cycle' (a zero cycle never lets time advance); got 0.")
+        if self.dispatch == "pool" and self.max_concurrent is None:
+            raise ConfigError("The 'max_concurrent' parameter of BatcherConfig must be set "
+                              "when dispatch = 'pool'; got None.")
+        if self.dispatch != "pool" and self.max_concurrent is not None:
+            raise ConfigError("The 'max_concurrent' parameter of BatcherConfig must be unset "
+                              f"unless dispatch = 'pool'; got {self.max_concurrent!r} with "
+                              f"dispatch = {self.dispatch!r}.")
+        if self.drain and self.tick_ms is not None:
+            raise ConfigError("The 'drain' parameter of BatcherConfig must be false when "
+                              f"tick_ms is set (go-batcher forbids both); got True with "
+                              f"tick_ms = {self.tick_ms!r}.")
+
+    @property
+    def queue_capacity(self) -> int:
+        return self.queue_factor * self.size
+
+
+class Batcher:
+    """One go-batcher worker around a :class:`Channel`; build, then :meth:`start`.
+
+    ``service`` records a closed batch (``close_batch``) and runs its call (``submit``,
+    returning a SimPy event that succeeds when the flush function has finished); see
+    :class:`simbatch.service.BatchService`. A batch closes when its trigger fires; with a
+    pool, the wait for a free slot after that is the batch's dispatch wait.
+    """
+
+    def __init__(self, env: simpy.Environment, config: BatcherConfig, service, *,
+                 on_enqueue=None) -> None:
+        self.env = env
+        self.config = config
+        self.service = service
+        self.channel = Channel(env, config.queue_capacity, on_enqueue)
+        self._timeout_s = (config.timeout_ms + config.timer_overshoot_us / 1e3) / 1e3
+        self._overshoot_s = config.timer_overshoot_us / 1e6
+        self._timer_gen = 0
+        self._timer_due = False
+        self._tick_due = False
+        self._ticker_on = False
+        self._closed = False
+        self._busy = 0
+        self._slot_free: simpy.Event | None = None
+        self._in_flight: list[simpy.Event] = []
+        self.process: simpy.Process | None = None
+
+    # ------------------------------------------------------------------ wiring
+    def start(self) -> simpy.Process:
+        self._ticker_origin = self.env.now
+        self.process = self.env.process(self._run())
+        return self.process
+
+    def put(self, item: int) -> simpy.Event | None:
+        return self.channel.put(item)
+
+    def close(self) -> None:
+        """Ask the worker to flush what is left and stop (go-batcher v2.0.4 Close)."""
+        self._closed = True
+        self.channel.wake_receiver()
+
+    # ------------------------------------------------------------------ timers
+    def _arm_timer(self) -> None:
+        self._timer_gen += 1
+        self._timer_due = False
+        gen = self._timer_gen
+        timeout = self.env.timeout(self._timeout_s)
+        timeout.callbacks.append(lambda _ev: self._on_timer(gen))
+
+    def _disarm_timer(self) -> None:
+        self._timer_gen += 1
+        self._timer_due = False
+
+    def _on_timer(self, gen: int) -> None:
+        if gen == self._timer_gen:
+            self._timer_due = True
+            self.channel.wake_receiver()
+
+    def _ticker(self):
+        # A time.Ticker created with the batcher: ticks at origin + k * d, whatever flushes do.
+        period = self.config.tick_ms / 1e3
+        elapsed = self.env.now - self._ticker_origin
+        k = int(elapsed // period) + 1
+        while not self._closed:
+            yield self.env.timeout(self._ticker_origin + k * period - self.env.now
+                                   + self._overshoot_s)
+            k += 1
+            if not self._tick_due:
+                self._tick_due = True
+                self.channel.wake_receiver()
+
+    # ------------------------------------------------------------------ worker
+    def _run(self):
+        cfg = self.config
+        ch = self.channel
+        size = cfg.size
+        first_item = cfg.timer == "first_item" and cfg.tick_ms is None and not cfg.drain
+        cycle = cfg.timer == "cycle" and cfg.tick_ms is None and not cfg.drain
+        batch: list[int] = []
+        opened_at = self.env.now
+        if cycle:
+            self._arm_timer()
+        while True:
+            if cfg.drain:
+                while ch.items:
+                    batch = [ch.take()]
+                    opened_at = self.env.now
+                    while len(batch) < size and ch.items:
+                        batch.append(ch.take())
+                    yield from self._flush(batch, SIZE if len(batch) == size else DRAIN,
+                                           opened_at)
+                batch = []
+            else:
+                while ch.items:
+                    if not batch:
+                        if first_item:
+                            opened_at = self.env.now
+                            self._arm_timer()
+                        elif cfg.tick_ms is not None and not self._ticker_on:
+                            self._ticker_on = True
+                            self.env.process(self._ticker())
+                        if not cycle and not first_item:
+                            opened_at = self.env.now
+                    batch.append(ch.take())
+                    if len(batch) == size:
+                        self._disarm_timer()
+                        yield from self._flush(batch, SIZE, opened_at)
+                        batch = []
+                        if cycle:
+                            opened_at = self.env.now
+                            self._arm_timer()
+                if self._timer_due:
+                    self._timer_due = False
+                    if batch:
+                        yield from self._flush(batch, TIMER, opened_at)
+                        batch = []
+                    if cycle:
+                        opened_at = self.env.now
+                        self._arm_timer()
+                    continue
+                if self._tick_due:
+                    self._tick_due = False
+                    if batch:
+                        yield from self._flush(batch, TICK, opened_at)
+                        batch = []
+                    continue
+            if ch.items:
+                continue
+            if self._closed:
+                break
+            yield ch.wait()
+        yield from self._close(batch, opened_at)
+
+    def _close(self, batch: list[int], opened_at: float):
+        self._disarm_timer()
+        ch = self.channel
+        while batch or ch.items:
+            while len(batch) < self.config.size and ch.items:
+                batch.append(ch.take())
+            batch_id = self.service.close_batch(batch, CLOSE, opened_at)
+            yield self.service.submit(batch_id, batch)
+            batch, opened_at = [], self.env.now
+        pending = [ev for ev in self._in_flight if not ev.processed]
+        if pending:
+            yield self.env.all_of(pending)
+
+    def _flush(self, batch: list[int], trigger: str, opened_at: float):
+        dispatch = self.config.dispatch
+        batch_id = self.service.close_batch(batch, trigger, opened_at)
+        if dispatch == "inline":
+            yield self.service.submit(batch_id, batch)
+            return
+        if dispatch == "pool":
+            while self._busy >= self.config.max_concurrent:
+                self._slot_free = self.env.event()
+                yield self._slot_free
+            self._busy += 1
+            done = self.service.submit(batch_id, batch)
+            done.callbacks.append(self._release_slot)
+        else:
+            done = self.service.submit(batch_id, batch)
+        if self._closed or len(self._in_flight) > 256:
+            self._in_flight = [ev for ev in self._in_flight if not ev.processed]
+        self._in_flight.append(done)
+
+    def _release_slot(self, _event: simpy.Event) -> None:
+        self._busy -= 1
+        if self._slot_free is not None and not self._slot_free.triggered:
+            self._slot_free.succeed()

@@ -1,0 +1,91 @@
+"""The ``simbatch`` command: run a scenario file and print predicted beside published.
+
+``simbatch run FILE [--replications R] [--seed S] [--set section.field=value ...] [--json]``
+
+Bad input (a missing file, an unknown key, a bad value) prints one line naming the file, the
+key and the value, and exits with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from .errors import ConfigError
+from .scenario import Scenario, load_scenario
+from .sweep import compare, run_scenario
+
+HEADLINE = ("block_time_s", "item_latency_p50_s", "item_latency_p99_s", "batch_size_mean",
+            "flush_share_size", "flush_share_timer", "flush_share_drain")
+
+
+def _fmt(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 100 or abs(value) < 0.001:
+        return f"{value:.4g}"
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def _table(scenario: Scenario, summaries) -> str:
+    lines = [f"# {scenario.name}: {scenario.description}".rstrip(": "), ""]
+    rows = compare(scenario, summaries)
+    if rows:
+        lines.append("| case | metric | predicted | ±95% | published | error | within |")
+        lines.append("|---|---|---:|---:|---:|---:|---|")
+        ci = {s.name: s.ci95 for s in summaries}
+        for r in rows:
+            lines.append(f"| {r.case} | {r.metric} | {_fmt(r.predicted)} | "
+                         f"{_fmt(ci[r.case].get(r.metric, float('nan')))} | {_fmt(r.published)} | "
+                         f"{r.error_rel:+.1%} | {'yes' if r.ok else 'NO'} |")
+        lines.append("")
+    lines.append("| case | " + " | ".join(HEADLINE) + " |")
+    lines.append("|---|" + "---:|" * len(HEADLINE))
+    for s in summaries:
+        lines.append(f"| {s.name} | " + " | ".join(_fmt(s.metrics.get(m)) for m in HEADLINE)
+                     + " |")
+    return "\n".join(lines)
+
+
+def _json(scenario: Scenario, summaries) -> str:
+    def clean(d):
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+    doc = {"scenario": scenario.name, "cases": [
+        {"name": s.name, "metrics": clean(s.metrics), "ci95": clean(s.ci95),
+         "published": scenario.published.get(s.name, {}),
+         "runs": [clean(r) for r in s.runs.to_dict(orient="records")]}
+        for s in summaries]}
+    return json.dumps(doc, indent=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="simbatch", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a scenario file")
+    run.add_argument("file")
+    run.add_argument("--replications", type=int, default=None)
+    run.add_argument("--seed", type=int, default=None)
+    run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    run.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args(argv)
+    try:
+        if args.replications is not None and args.replications < 1:
+            raise ConfigError(f"--replications must be an integer >= 1; got {args.replications}.")
+        if args.seed is not None and args.seed < 0:
+            raise ConfigError(f"--seed must be an integer >= 0; got {args.seed}.")
+        scenario = load_scenario(args.file, args.set)
+        summaries = run_scenario(scenario, replications=args.replications, seed=args.seed)
+    except ConfigError as exc:
+        print(f"simbatch: error: {exc}", file=sys.stderr)
+        return 2
+    print(_json(scenario, summaries) if args.json else _table(scenario, summaries))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

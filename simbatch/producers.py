@@ -1,0 +1,218 @@
+"""Producers in front of a batcher: a block of transactions (closed loop) or open arrivals.
+
+Block workload (teranode ``BatchPreviousOutputsDecorate``, mechanisms.md section 2): N
+transactions, each with a number of inputs drawn from a distribution; a transaction puts its
+inputs one Put at a time and waits until all of them are done. ``fanout = "sequential"`` is
+the pre-PR #893 serial loop; ``fanout = "errgroup"`` is an ``errgroup`` with ``SetLimit(cap)``
+(PR #893), modelled as ``cap`` workers taking the next transaction in order, which is what
+``g.Go`` in a loop does when it blocks for a free slot.
+
+Open-loop workload: transactions arrive by a Poisson or periodic process and do not wait for
+their results (a separate goroutine per arrival): a Put that blocks delays only that
+transaction's items, which keep their FIFO order in the channel's sender queue.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from .distributions import Constant, Distribution, from_spec
+from .errors import (ConfigError, check_bool, check_choice, check_int, check_number,
+                     check_optional_int)
+
+FANOUTS = ("sequential", "errgroup")
+ARRIVALS = ("poisson", "periodic")
+
+
+def _inputs(owner: str, spec: Any) -> Distribution:
+    if isinstance(spec, (Constant,)) or hasattr(spec, "sample"):
+        return spec
+    return from_spec(spec, owner, "inputs_per_tx")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockWorkload:
+    """A block of ``n_transactions`` closed-loop transactions.
+
+    Parameters
+    ----------
+    n_transactions : int
+    inputs_per_tx : Distribution or number or table
+        Inputs (items) per transaction; rounded to whole items when sampled.
+    fanout : {"sequential", "errgroup"}
+    cap : int or None
+        errgroup limit: transactions in flight at once (required for ``errgroup``).
+    key_space : int or None
+        Items draw their key uniformly from this many keys (for per-unique-key costs);
+        ``None`` = every item has its own key.
+
+    Examples
+    --------
+    >>> BlockWorkload(n_transactions=10, fanout="errgroup", cap=4).concurrency
+    4
+    """
+
+    n_transactions: int = 1000
+    inputs_per_tx: Any = 3
+    fanout: str = "sequential"
+    cap: int | None = None
+    key_space: int | None = None
+    distribution: Distribution = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        owner = "BlockWorkload"
+        check_int(owner, "n_transactions", self.n_transactions, minimum=1)
+        check_choice(owner, "fanout", self.fanout, FANOUTS)
+        check_optional_int(owner, "cap", self.cap)
+        check_optional_int(owner, "key_space", self.key_space)
+        if self.fanout == "errgroup" and self.cap is None:
+            raise ConfigError("The 'cap' parameter of BlockWorkload must be set when "
+                              "fanout = 'errgroup'; got None.")
+        if self.fanout == "sequential" and self.cap is not None:
+            raise ConfigError("The 'cap' parameter of BlockWorkload must be unset when "
+                              f"fanout = 'sequential'; got {self.cap!r}.")
+        object.__setattr__(self, "distribution", _inputs(owner, self.inputs_per_tx))
+
+    @property
+    def concurrency(self) -> int:
+        return 1 if self.fanout == "sequential" else int(self.cap)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenLoopWorkload:
+    """Transactions arriving at ``rate_per_s`` (Poisson or periodic), not waiting.
+
+    Parameters
+    ----------
+    n_transactions : int
+    rate_per_s : float
+        Transactions per second.
+    arrival : {"poisson", "periodic"}
+    inputs_per_tx : Distribution or number or table
+    key_space : int or None
+    close_after_last : bool
+        Close the batcher right after the last arrival (its remainder flushes with trigger
+        ``close``) instead of letting the timer flush it.
+    """
+
+    n_transactions: int = 10_000
+    rate_per_s: float = 1000.0
+    arrival: str = "poisson"
+    inputs_per_tx: Any = 1
+    key_space: int | None = None
+    close_after_last: bool = False
+    distribution: Distribution = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        owner = "OpenLoopWorkload"
+        check_int(owner, "n_transactions", self.n_transactions, minimum=1)
+        check_number(owner, "rate_per_s", self.rate_per_s, strict=True)
+        check_choice(owner, "arrival", self.arrival, ARRIVALS)
+        check_optional_int(owner, "key_space", self.key_space)
+        check_bool(owner, "close_after_last", self.close_after_last)
+        object.__setattr__(self, "distribution", _inputs(owner, self.inputs_per_tx))
+
+
+class Producers:
+    """Drives a workload into ``batcher``; :meth:`items_done` is the service's callback.
+
+    ``start()`` returns an event that succeeds when every transaction has completed.
+    """
+
+    def __init__(self, env: simpy.Environment, workload, recorder,
+                 rngs: dict[str, np.random.Generator]) -> None:
+        self.env = env
+        self.workload = workload
+        self.recorder = recorder
+        self.batcher = None
+        counts = np.rint(workload.distribution.sample(rngs["inputs"], workload.n_transactions))
+        if counts.size and counts.min() < 0:
+            raise ConfigError("The 'inputs_per_tx' parameter of the workload must give counts "
+                              f">= 0; got a sample of {int(counts.min())}.")
+        self._counts = counts.astype(np.int64).tolist()
+        n_items = int(sum(self._counts))
+        ks = workload.key_space
+        self._keys = (rngs["keys"].integers(0, ks, n_items).tolist() if ks
+                      else list(range(n_items)))
+        self._rng_arrivals = rngs["arrivals"]
+        self._remaining = array("q")
+        self._waiters: dict[int, simpy.Event] = {}
+        self._next = 0
+        self._finished = 0
+        self.all_done = env.event()
+
+    def start(self, batcher) -> simpy.Event:
+        self.batcher = batcher
+        wl = self.workload
+        if isinstance(wl, BlockWorkload):
+            for _ in range(min(wl.concurrency, wl.n_transactions)):
+                self.env.process(self._closed_loop())
+        else:
+            self.env.process(self._open_loop())
+        return self.all_done
+
+    # ---------------------------------------------------------------- transactions
+    def _begin(self) -> tuple[int, int]:
+        index = self._next
+        self._next += 1
+        k = self._counts[index]
+        txn = self.recorder.new_txn(k, self.env.now)
+        self._remaining.append(k)
+        if k == 0:
+            self._complete(txn)
+        return txn, k
+
+    def _complete(self, txn: int) -> None:
+        self.recorder.txn_done(txn, self.env.now)
+        waiter = self._waiters.pop(txn, None)
+        if waiter is not None:
+            waiter.succeed()
+        self._finished += 1
+        if self._finished == self.workload.n_transactions:
+            self.all_done.succeed()
+
+    def _closed_loop(self):
+        n = self.workload.n_transactions
+        rec, put, keys = self.recorder, self.batcher.put, self._keys
+        while self._next < n:
+            txn, k = self._begin()
+            if k == 0:
+                continue
+            done = self.env.event()
+            self._waiters[txn] = done
+            for _ in range(k):
+                item = rec.new_item(txn, self.env.now, keys[len(rec.item_txn)])
+                blocked = put(item)
+                if blocked is not None:
+                    yield blocked
+            yield done
+
+    def _open_loop(self):
+        wl = self.workload
+        n = wl.n_transactions
+        if wl.arrival == "poisson":
+            gaps = self._rng_arrivals.exponential(1.0 / wl.rate_per_s, n).tolist()
+        else:
+            gaps = [1.0 / wl.rate_per_s] * n
+        rec, put, keys = self.recorder, self.batcher.put, self._keys
+        for gap in gaps:
+            yield self.env.timeout(gap)
+            txn, k = self._begin()
+            for _ in range(k):
+                put(rec.new_item(txn, self.env.now, keys[len(rec.item_txn)]))
+        if wl.close_after_last:
+            self.batcher.close()
+
+    def items_done(self, items: list[int]) -> None:
+        remaining = self._remaining
+        item_txn = self.recorder.item_txn
+        for item in items:
+            txn = item_txn[item]
+            remaining[txn] -= 1
+            if remaining[txn] == 0:
+                self._complete(txn)

@@ -1,0 +1,166 @@
+"""Per-item, per-transaction and per-batch records; DataFrames built once, at the edge.
+
+Components append to compact typed arrays during the run (a million items cost tens of MB,
+not a Python object each); :meth:`Recorder.frames` turns them into pandas DataFrames.
+
+Item frame columns (one row per item put into the batcher)
+    ``item`` id; ``txn`` the transaction that put it; ``batch`` the batch that carried it;
+    ``t_put_s`` when the producer called Put; ``t_enqueued_s`` when it entered the channel
+    (later than ``t_put_s`` only if Put blocked on a full channel); ``t_flush_s`` when its
+    batch closed; ``t_start_s`` when the batch's call started; ``t_done_s`` when it ended;
+    ``put_block_s`` = enqueued - put; ``batch_wait_s`` = flush - enqueued (waiting for the
+    batch to close); ``dispatch_wait_s`` = start - flush (waiting for a pool slot or a
+    permit); ``service_s`` = done - start; ``latency_s`` = done - put. Seconds.
+Transaction frame columns
+    ``txn``; ``n_inputs``; ``t_start_s`` (first Put); ``t_end_s`` (last input done);
+    ``latency_s`` = end - start.
+Batch frame columns
+    ``batch``; ``trigger`` (size, timer, drain, tick, close); ``size`` items;
+    ``n_cost`` records or unique keys the call was charged for; ``t_open_s`` (first item
+    received, or cycle start for the cycle timer); ``t_flush_s``; ``t_start_s``;
+    ``t_done_s``; ``age_s`` = flush - open; ``service_s`` = done - start.
+Every frame also carries ``scenario``, ``case``, ``replication`` and ``seed`` columns.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pandas as pd
+
+from .batcher import TRIGGERS
+
+_NAN = float("nan")
+
+
+class Recorder:
+    """Append-only run records. ``keys`` (optional) maps item -> key for unique counts."""
+
+    def __init__(self) -> None:
+        self.item_txn = array("q")
+        self.item_put = array("d")
+        self.item_enq = array("d")
+        self.item_batch = array("q")
+        self.item_key = array("q")
+        self.batch_trigger = array("b")
+        self.batch_size = array("q")
+        self.batch_cost = array("q")
+        self.batch_open = array("d")
+        self.batch_flush = array("d")
+        self.batch_start = array("d")
+        self.batch_done_at = array("d")
+        self.txn_inputs = array("q")
+        self.txn_start = array("d")
+        self.txn_end = array("d")
+        self._trigger_code = {t: i for i, t in enumerate(TRIGGERS)}
+
+    # ------------------------------------------------------------- during the run
+    def new_txn(self, n_inputs: int, now: float) -> int:
+        self.txn_inputs.append(n_inputs)
+        self.txn_start.append(now)
+        self.txn_end.append(_NAN)
+        return len(self.txn_inputs) - 1
+
+    def new_item(self, txn: int, now: float, key: int = -1) -> int:
+        self.item_txn.append(txn)
+        self.item_put.append(now)
+        self.item_enq.append(_NAN)
+        self.item_batch.append(-1)
+        self.item_key.append(key)
+        return len(self.item_txn) - 1
+
+    def enqueued(self, item: int, now: float) -> None:
+        self.item_enq[item] = now
+
+    def new_batch(self, items: list[int], trigger: str, opened_at: float, now: float) -> int:
+        batch_id = len(self.batch_size)
+        self.batch_trigger.append(self._trigger_code[trigger])
+        self.batch_size.append(len(items))
+        self.batch_cost.append(len(items))
+        self.batch_open.append(opened_at)
+        self.batch_flush.append(now)
+        self.batch_start.append(_NAN)
+        self.batch_done_at.append(_NAN)
+        item_batch = self.item_batch
+        for item in items:
+            item_batch[item] = batch_id
+        return batch_id
+
+    def batch_started(self, batch_id: int, now: float, n_cost: int) -> None:
+        self.batch_start[batch_id] = now
+        self.batch_cost[batch_id] = n_cost
+
+    def batch_done(self, batch_id: int, now: float) -> None:
+        self.batch_done_at[batch_id] = now
+
+    def txn_done(self, txn: int, now: float) -> None:
+        self.txn_end[txn] = now
+
+    def count_unique_keys(self, items: list[int]) -> int:
+        keys = self.item_key
+        return len({keys[i] for i in items})
+
+    # ------------------------------------------------------------- at the edge
+    def frames(self, **labels) -> dict[str, pd.DataFrame]:
+        """``{"items", "txns", "batches"}`` DataFrames with the documented columns."""
+        b = self.batch_frame()
+        it = self.item_frame(b)
+        tx = self.txn_frame()
+        for frame in (it, tx, b):
+            for name, value in labels.items():
+                frame[name] = value
+        return {"items": it, "txns": tx, "batches": b}
+
+    def batch_frame(self) -> pd.DataFrame:
+        trig = np.asarray(TRIGGERS, dtype=object)[np.frombuffer(self.batch_trigger, np.int8)]
+        df = pd.DataFrame({
+            "batch": np.arange(len(self.batch_size)),
+            "trigger": pd.Categorical(trig, categories=list(TRIGGERS)),
+            "size": np.frombuffer(self.batch_size, np.int64),
+            "n_cost": np.frombuffer(self.batch_cost, np.int64),
+            "t_open_s": np.frombuffer(self.batch_open),
+            "t_flush_s": np.frombuffer(self.batch_flush),
+            "t_start_s": np.frombuffer(self.batch_start),
+            "t_done_s": np.frombuffer(self.batch_done_at),
+        })
+        df["age_s"] = df.t_flush_s - df.t_open_s
+        df["service_s"] = df.t_done_s - df.t_start_s
+        return df
+
+    def item_frame(self, batches: pd.DataFrame | None = None) -> pd.DataFrame:
+        b = self.batch_frame() if batches is None else batches
+        bidx = np.frombuffer(self.item_batch, np.int64)
+        ok = bidx >= 0
+        safe = np.where(ok, bidx, 0)
+
+        def col(name: str) -> np.ndarray:
+            values = b[name].to_numpy()[safe] if len(b) else np.full(len(bidx), np.nan)
+            return np.where(ok, values, np.nan)
+
+        df = pd.DataFrame({
+            "item": np.arange(len(bidx)),
+            "txn": np.frombuffer(self.item_txn, np.int64),
+            "batch": bidx,
+            "t_put_s": np.frombuffer(self.item_put),
+            "t_enqueued_s": np.frombuffer(self.item_enq),
+            "t_flush_s": col("t_flush_s"),
+            "t_start_s": col("t_start_s"),
+            "t_done_s": col("t_done_s"),
+        })
+        df["put_block_s"] = df.t_enqueued_s - df.t_put_s
+        df["batch_wait_s"] = df.t_flush_s - df.t_enqueued_s
+        df["dispatch_wait_s"] = df.t_start_s - df.t_flush_s
+        df["service_s"] = df.t_done_s - df.t_start_s
+        df["latency_s"] = df.t_done_s - df.t_put_s
+        return df
+
+    def txn_frame(self) -> pd.DataFrame:
+        df = pd.DataFrame({
+            "txn": np.arange(len(self.txn_inputs)),
+            "n_inputs": np.frombuffer(self.txn_inputs, np.int64),
+            "t_start_s": np.frombuffer(self.txn_start),
+            "t_end_s": np.frombuffer(self.txn_end),
+        })
+        df["latency_s"] = df.t_end_s - df.t_start_s
+        return df

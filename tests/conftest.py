@@ -1,0 +1,34 @@
+"""Shared helpers for the test suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simbatch.batcher import BatcherConfig
+from simbatch.producers import BlockWorkload, OpenLoopWorkload
+from simbatch.service import ServiceConfig
+from simbatch.simulation import Case
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT
+
+
+def block_case(n=10, k=1, fanout="sequential", cap=None, size=100, timeout_ms=10.0,
+               service_us=500.0, **batcher) -> Case:
+    return Case(workload=BlockWorkload(n_transactions=n, inputs_per_tx=k, fanout=fanout, cap=cap),
+                batcher=BatcherConfig(size=size, timeout_ms=timeout_ms, **batcher),
+                service=ServiceConfig(fixed_us=service_us))
+
+
+def open_case(n=10, rate=100.0, arrival="periodic", size=100, timeout_ms=10.0,
+              service_us=500.0, k=1, **batcher) -> Case:
+    return Case(workload=OpenLoopWorkload(n_transactions=n, rate_per_s=rate, arrival=arrival,
+                                          inputs_per_tx=k),
+                batcher=BatcherConfig(size=size, timeout_ms=timeout_ms, **batcher),
+                service=ServiceConfig(fixed_us=service_us))
