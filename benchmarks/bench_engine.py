@@ -1,0 +1,138 @@
+"""Engine speed: simulated items per second for a 1,000,000-input block, with peak memory.
+
+Runs, each in a fresh process so that its peak resident memory is its own:
+
+* simbatch's engine at fan-out 64 and at fan-out 4096 (R1's batcher: size 100, 10 ms
+  first-item timer, pool of 64, 500 us flush);
+* the naive design beside it: one SimPy process per item, a ``simpy.Store`` as the channel,
+  and the worker racing ``Store.get`` against a ``Timeout`` with ``AnyOf`` (what SimPy users
+  hand-build today; anchors.md section 3).
+
+Goal (issue 2): the million-input block in under 10 s on one core, under 2 GiB.
+Usage: ``python benchmarks/bench_engine.py [--inputs N] [--naive-inputs N]``.
+Timings on a shared machine are noisy: read the ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def _engine(n_inputs: int, cap: int) -> dict:
+    from simbatch.batcher import BatcherConfig
+    from simbatch.producers import BlockWorkload
+    from simbatch.service import ServiceConfig
+    from simbatch.simulation import Case, simulate
+
+    case = Case(workload=BlockWorkload(n_transactions=n_inputs // 3, inputs_per_tx=3,
+                                       fanout="errgroup", cap=cap),
+                batcher=BatcherConfig(size=100, timeout_ms=10, dispatch="pool",
+                                      max_concurrent=64),
+                service=ServiceConfig(fixed_us=500))
+    t0 = time.perf_counter()
+    run = simulate(case, seed=1)
+    wall = time.perf_counter() - t0
+    return {"items": len(run.recorder.item_txn), "wall_s": wall,
+            "simulated_block_time_s": run.block_time_s}
+
+
+def _naive(n_inputs: int, cap: int) -> dict:
+    import simpy
+
+    env = simpy.Environment()
+    store = simpy.Store(env, capacity=6400)
+    size, timeout, service = 100, 0.010, 0.0005
+    pool = simpy.Resource(env, capacity=64)
+    n_tx = n_inputs // 3
+    state = {"next": 0, "items": 0}
+
+    def serve(batch):
+        with pool.request() as req:
+            yield req
+            yield env.timeout(service)
+        for done in batch:
+            done.succeed()
+
+    def worker():
+        batch = []
+        deadline = None
+        while True:
+            get = store.get()
+            if batch:
+                timer = env.timeout(max(0.0, deadline - env.now))
+                yield get | timer
+                if not get.triggered:
+                    get.cancel()
+                    env.process(serve(batch))
+                    batch = []
+                    continue
+            else:
+                yield get
+                deadline = env.now + timeout
+            batch.append(get.value)
+            if len(batch) == size:
+                env.process(serve(batch))
+                batch = []
+
+    def item():
+        done = env.event()
+        yield store.put(done)
+        yield done
+        state["items"] += 1
+
+    def producer():
+        while state["next"] < n_tx:
+            state["next"] += 1
+            yield env.all_of([env.process(item()) for _ in range(3)])
+
+    env.process(worker())
+    producers = [env.process(producer()) for _ in range(cap)]
+    t0 = time.perf_counter()
+    env.run(until=env.all_of(producers))
+    wall = time.perf_counter() - t0
+    return {"items": state["items"], "wall_s": wall, "simulated_block_time_s": env.now}
+
+
+def _child(kind: str, n_inputs: int, cap: int) -> None:
+    result = (_engine if kind == "engine" else _naive)(n_inputs, cap)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inputs", type=int, default=1_000_000)
+    parser.add_argument("--naive-inputs", type=int, default=1_000_000)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], int(args.child[1]), int(args.child[2]))
+        return
+    rows = []
+    for kind, n, cap in (("engine", args.inputs, 64), ("engine", args.inputs, 4096),
+                         ("naive", args.naive_inputs, 64), ("naive", args.naive_inputs, 4096)):
+        out = subprocess.run([sys.executable, __file__, "--child", kind, str(n), str(cap)],
+                             capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        rows.append((kind, cap, r))
+    print("| design | fan-out | inputs | wall s | items/s | peak MiB | simulated block s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for kind, cap, r in rows:
+        print(f"| {kind} | {cap} | {r['items']:,} | {r['wall_s']:.2f} | "
+              f"{r['items'] / r['wall_s']:,.0f} | {r['peak_rss_mib']:.0f} | "
+              f"{r['simulated_block_time_s']:.4f} |")
+    by = {(k, c): r for k, c, r in rows}
+    for cap in (64, 4096):
+        e, n = by[("engine", cap)], by[("naive", cap)]
+        print(f"fan-out {cap}: engine is {(e['items'] / e['wall_s']) / (n['items'] / n['wall_s']):.1f}x "
+              f"the naive design's items/s; engine goal (<10 s, <2048 MiB): "
+              f"{'met' if e['wall_s'] < 10 and e['peak_rss_mib'] < 2048 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
