@@ -63,6 +63,30 @@ def _json(scenario: Scenario, summaries) -> str:
     return json.dumps(doc, indent=1)
 
 
+def _fit_service(args) -> int:
+    from pathlib import Path
+
+    from .fit import check_fit, fit_quality, fit_service, load_samples, model_toml
+
+    try:
+        df = load_samples(args.samples)
+    except (OSError, ValueError) as exc:
+        print(f"simbatch: error: {exc}", file=sys.stderr)
+        return 2
+    fit = fit_service(df)
+    provenance = {"system": args.system, "samples": args.samples,
+                  "method": "fixed + per-key median on c=1 (least squares, relative), empirical "
+                            "ratio noise, permit pool chosen by closed-loop simulation",
+                  "command": f"simbatch fit-service {args.samples} --out {args.out} "
+                             f"--system '{args.system}'"}
+    table = check_fit(df, fit.config, calls=1000)
+    Path(args.out).write_text(model_toml(fit, provenance, fit_quality(table, fit.max_size)))
+    cols = ["batch_size", "concurrency", "error_median", "error_p90", "error_p99"]
+    print(f"wrote {args.out}")
+    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:+.2f}"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="simbatch", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,7 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     run.add_argument("--json", action="store_true", help="print one JSON document")
+    fit = sub.add_parser("fit-service", help="fit the service model to measured samples")
+    fit.add_argument("samples", help="CSV of raw samples (op, batch_size, concurrency, latency_s)")
+    fit.add_argument("--out", required=True, help="models/ file to write")
+    fit.add_argument("--system", default="", help="what was measured (for provenance)")
     args = parser.parse_args(argv)
+    if args.command == "fit-service":
+        return _fit_service(args)
     try:
         if args.replications is not None and args.replications < 1:
             raise ConfigError(f"--replications must be an integer >= 1; got {args.replications}.")
