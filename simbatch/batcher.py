@@ -32,8 +32,14 @@ from dataclasses import dataclass
 import simpy
 
 from .channel import Channel
-from .errors import (ConfigError, check_bool, check_choice, check_int, check_number,
-                     check_optional_int)
+from .errors import (
+    ConfigError,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_optional_int,
+)
 
 TIMERS = ("first_item", "cycle")
 DISPATCHES = ("inline", "background", "pool")

@@ -17,8 +17,11 @@ from .errors import ConfigError
 from .scenario import Scenario, load_scenario
 from .sweep import compare, run_scenario
 
-HEADLINE = ("block_time_s", "item_latency_p50_s", "item_latency_p99_s", "batch_size_mean",
-            "flush_share_size", "flush_share_timer", "flush_share_drain")
+HEADLINE = {"batcher": ("block_time_s", "item_latency_p50_s", "item_latency_p99_s",
+                        "batch_size_mean", "flush_share_size", "flush_share_timer",
+                        "flush_share_drain"),
+            "kafka": ("latency_p50_s", "latency_p99_s", "latency_max_s", "requests",
+                      "records_per_request", "outer_flushes")}
 
 
 def _fmt(value: float) -> str:
@@ -43,10 +46,11 @@ def _table(scenario: Scenario, summaries) -> str:
                          f"{_fmt(ci[r.case].get(r.metric, float('nan')))} | {_fmt(r.published)} | "
                          f"{r.error_rel:+.1%} | {'yes' if r.ok else 'NO'} |")
         lines.append("")
-    lines.append("| case | " + " | ".join(HEADLINE) + " |")
-    lines.append("|---|" + "---:|" * len(HEADLINE))
+    headline = HEADLINE[scenario.kind]
+    lines.append("| case | " + " | ".join(headline) + " |")
+    lines.append("|---|" + "---:|" * len(headline))
     for s in summaries:
-        lines.append(f"| {s.name} | " + " | ".join(_fmt(s.metrics.get(m)) for m in HEADLINE)
+        lines.append(f"| {s.name} | " + " | ".join(_fmt(s.metrics.get(m)) for m in headline)
                      + " |")
     return "\n".join(lines)
 

@@ -22,8 +22,14 @@ import numpy as np
 import simpy
 
 from .distributions import Constant, Distribution, from_spec
-from .errors import (ConfigError, check_bool, check_choice, check_int, check_number,
-                     check_optional_int)
+from .errors import (
+    ConfigError,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_optional_int,
+)
 
 FANOUTS = ("sequential", "errgroup")
 ARRIVALS = ("poisson", "periodic")

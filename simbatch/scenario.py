@@ -30,10 +30,12 @@ from .producers import BlockWorkload, OpenLoopWorkload
 from .service import ServiceConfig
 from .simulation import Case
 
-SECTIONS = ("scenario", "host", "workload", "batcher", "service", "cases", "sweep")
-CASE_SECTIONS = ("workload", "batcher", "service", "host")
+BATCHER_SECTIONS = ("workload", "batcher", "service", "host")
+KAFKA_SECTIONS = ("workload", "outer", "producer", "consumer")
+CASE_SECTIONS = tuple(dict.fromkeys(BATCHER_SECTIONS + KAFKA_SECTIONS))
+SECTIONS = ("scenario", "cases", "sweep", *CASE_SECTIONS)
 WORKLOADS = {"block": BlockWorkload, "open_loop": OpenLoopWorkload}
-SCENARIO_KEYS = ("name", "description", "replications", "seed", "tolerance")
+SCENARIO_KEYS = ("name", "description", "kind", "replications", "seed", "tolerance")
 TOLERANCE_KEYS = ("rel", "abs", "abs_below")
 HOST_KEYS = ("timer_overshoot_us",)
 
@@ -67,12 +69,13 @@ class Scenario:
 
     name: str
     path: Path
-    cases: list[Case]
+    cases: list
     published: dict[str, dict[str, float]] = field(default_factory=dict)
     tolerance: Tolerance = field(default_factory=Tolerance)
     replications: int = 3
     seed: int = 1
     description: str = ""
+    kind: str = "batcher"
 
 
 class _Where:
@@ -166,11 +169,42 @@ def _make_case(name: str, sections: dict, where: _Where) -> Case:
                 service=_build(ServiceConfig, service, where, "service"))
 
 
-def _apply(sections: dict, dotted: str, value: Any, where: _Where) -> None:
+def _make_kafka_case(name: str, sections: dict, where: _Where):
+    from .kafka_producer import KafkaProducerConfig
+    from .kafka_sim import ConsumerConfig, KafkaCase, KafkaWorkload
+    from .outer_batcher import OuterBatcherConfig
+
+    outer = dict(sections.get("outer", {}))
+    if outer.get("linger_ms") == "none":
+        outer["linger_ms"] = None
+    return KafkaCase(name=name,
+                     workload=_build(KafkaWorkload, sections.get("workload", {}), where,
+                                     "workload"),
+                     outer=_build(OuterBatcherConfig, outer, where, "outer"),
+                     producer=_build(KafkaProducerConfig, sections.get("producer", {}), where,
+                                     "producer"),
+                     consumer=_build(ConsumerConfig, sections.get("consumer", {}), where,
+                                     "consumer"))
+
+
+KINDS = {"batcher": (BATCHER_SECTIONS, _make_case), "kafka": (KAFKA_SECTIONS, _make_kafka_case)}
+
+
+def _apply(sections: dict, dotted: str, value: Any, where: _Where, allowed) -> None:
     section, key = dotted.split(".", 1)
-    if section not in CASE_SECTIONS:
-        raise where.error(dotted, f"the section must be one of {', '.join(CASE_SECTIONS)}.")
+    if section not in allowed:
+        raise where.error(dotted, f"the section must be one of {', '.join(allowed)}.")
     sections.setdefault(section, {})[key] = value
+
+
+def _figures(figures: dict, where: _Where, case: str) -> dict[str, float]:
+    out = {}
+    for key, value in figures.items():
+        try:
+            out[key] = check_number("published", key, value, minimum=-float("inf"))
+        except ConfigError as exc:
+            raise where.error(f"[[cases]] {case}: published.{key}", str(exc)) from None
+    return out
 
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
@@ -192,6 +226,15 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenar
     for key in meta:
         if key not in SCENARIO_KEYS:
             raise where.unknown(f"[scenario] {key}", SCENARIO_KEYS)
+    kind = meta.get("kind", "batcher")
+    if kind not in KINDS:
+        raise where.error("[scenario] kind", f"must be one of {', '.join(map(repr, KINDS))}; "
+                                             f"got {kind!r}.")
+    allowed, make_case = KINDS[kind]
+    for key in data:
+        if key in CASE_SECTIONS and key not in allowed:
+            raise where.error(key, f"is not a section of a {kind!r} scenario; allowed: "
+                                   f"{', '.join(allowed)}.")
     tol_raw = meta.get("tolerance", {})
     for key in tol_raw:
         if key not in TOLERANCE_KEYS:
@@ -203,7 +246,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenar
         seed = check_int("scenario", "seed", meta.get("seed", 1))
     except ConfigError as exc:
         raise where.error("[scenario]", str(exc)) from None
-    base = {s: data.get(s, {}) for s in CASE_SECTIONS}
+    base = {s: data.get(s, {}) for s in allowed}
     parsed = [parse_override(o) if isinstance(o, str) else o for o in overrides]
     raw_cases = data.get("cases") or [{"name": meta.get("name", path.stem)}]
     sweep = data.get("sweep", {})
@@ -217,22 +260,21 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenar
         name = raw.pop("name", f"case{i}")
         figures = raw.pop("published", {})
         for key in raw:
-            if key not in CASE_SECTIONS:
-                raise where.unknown(f"[[cases]] {name}: {key}",
-                                    ("name", "published", *CASE_SECTIONS))
+            if key not in allowed:
+                raise where.unknown(f"[[cases]] {name}: {key}", ("name", "published", *allowed))
         for combo in itertools.product(*[v for _, v in axes]) if axes else [()]:
             sections = copy.deepcopy(base)
             for section, values in raw.items():
                 sections[section] = {**sections.get(section, {}), **values}
             label = name
             for (key, _), value in zip(axes, combo):
-                _apply(sections, key, value, where)
+                _apply(sections, key, value, where, allowed)
                 label += f" {key.split('.')[-1]}={value}"
             for key, value in parsed:
-                _apply(sections, key, value, where)
-            cases.append(_make_case(label, sections, where))
+                _apply(sections, key, value, where, allowed)
+            cases.append(make_case(label, sections, where))
             if figures:
-                published[label] = {k: float(v) for k, v in figures.items()}
+                published[label] = _figures(figures, where, name)
     return Scenario(name=meta.get("name", path.stem), path=path, cases=cases,
                     published=published, tolerance=tolerance, replications=replications,
-                    seed=seed, description=meta.get("description", ""))
+                    seed=seed, description=meta.get("description", ""), kind=kind)

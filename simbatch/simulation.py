@@ -64,7 +64,8 @@ class Run:
 def rng_streams(seed: np.random.SeedSequence | int) -> dict[str, np.random.Generator]:
     """One independent ``Generator`` per named random source."""
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return {name: np.random.default_rng(child) for name, child in zip(STREAMS, seq.spawn(len(STREAMS)))}
+    children = seq.spawn(len(STREAMS))
+    return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children)}
 
 
 def simulate(case: Case, seed: int = 0, *, replication: int = 0, scenario: str = "") -> Run:

@@ -43,8 +43,12 @@ def run_scenario(scenario: Scenario, *, replications: int | None = None,
     base_seed = scenario.seed if seed is None else seed
     out = []
     for case in scenario.cases:
-        runs = replicate(case, reps, base_seed, scenario=scenario.name)
-        summary = summarize(case.name, runs)
+        if scenario.kind == "kafka":
+            from .kafka_sim import summarize_kafka
+            summary = summarize_kafka(case, reps, base_seed)
+        else:
+            summary = summarize(case.name, replicate(case, reps, base_seed,
+                                                     scenario=scenario.name))
         summary.published = {case.name: scenario.published.get(case.name, {})}
         out.append(summary)
     return out

@@ -89,3 +89,30 @@ def test_config_errors_use_the_one_format(cls, kwargs, field):
 @pytest.mark.parametrize("cls", [BatcherConfig, ServiceConfig, BlockWorkload])
 def test_configs_are_default_constructible(cls):
     cls()
+
+
+KAFKA = """
+[scenario]
+kind = "kafka"
+[workload]
+n_messages = 10
+[producer]
+n_partitions = 4
+"""
+
+
+@pytest.mark.parametrize("text,key,value", [
+    (KAFKA.replace("n_partitions = 4", "n_partitions = 0"), "n_partitions", "0"),
+    (KAFKA.replace("n_partitions = 4", "n_partitions = -3"), "n_partitions", "-3"),
+    (KAFKA.replace("n_partitions = 4", "linger_ms = -1"), "linger_ms", "-1"),
+    (KAFKA + '\n[outer]\nlinger_ms = -10\n', "linger_ms", "-10"),
+    (KAFKA.replace("n_partitions = 4", 'semantics = "sarama"'), "semantics", "'sarama'"),
+    (KAFKA.replace("n_partitions = 4", "partitons = 4"), "partitons", None),
+    (KAFKA + "\n[batcher]\nsize = 3\n", "batcher", None),
+])
+def test_kafka_scenario_errors(tmp_path, capsys, text, key, value):
+    code, err, path = run_cli(tmp_path, text, capsys=capsys)
+    assert code == 2 and path in err and key in err, err
+    if value is not None:
+        assert f"got {value}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,259 @@
+"""A Kafka producer client's batching, partitioning and requests, in two semantics.
+
+``semantics = "franz-go"`` (twmb/franz-go v1.20.6, pkg/kgo config.go / sink.go /
+producer.go; mechanisms.md section 3):
+
+* records are partitioned by key hash (keyless: round-robin, standing in for the sticky
+  UniformBytesPartitioner);
+* a partition's buffer closes a batch when the next record would exceed ``batch_max_bytes``;
+* ``ProducerLinger`` is per partition with **max-age** semantics: a timer starts at the first
+  record of a partition's unsent batch and is not extended by later records;
+* no linger (drain at once) when linger = 0, when a partition has >= 2 unsent batches, or
+  while any Produce is blocked on ``max_buffered_records`` (which also cancels every linger);
+* a drain on a broker's sink builds one produce request that takes a batch from **every**
+  partition of that broker with buffered data, lingering or not, and resets their lingers;
+* ``max_inflight_per_broker`` produce requests in flight per broker (default 1, as with
+  idempotency disabled); a drain asked for while the limit is reached runs when a response
+  arrives;
+* ``max_buffered_records`` counts records from Produce until their ack; Produce blocks at it.
+
+``semantics = "librdkafka"`` (confluent-kafka; librdkafka INTRODUCTION.md: linger.ms is "how
+long to wait for batch.num.messages or batch.size to fill up in the local per-partition
+queue"; CONFIGURATION.md defaults batch.num.messages 10000, batch.size 1000000,
+max.in.flight 1000000): each partition's batch is sent on its own when its first message is
+``linger_ms`` old or when it reaches ``batch_num_messages`` or ``batch_max_bytes``; no
+sink-wide drain; requests in flight per broker up to ``max_inflight_per_broker``.
+Keyed messages use a CRC32 hash of the key (librdkafka's ``consistent_random``; franz-go uses
+murmur2, for which CRC32 stands in: both spread keys uniformly).
+
+The broker appends a request after ``append_ms`` (one connection is served in order, one
+request at a time); an appended record is visible to the consumer.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from dataclasses import dataclass
+
+import simpy
+
+from .errors import check_choice, check_int, check_number
+
+SEMANTICS = ("franz-go", "librdkafka")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KafkaProducerConfig:
+    """The client and the topic.
+
+    Parameters
+    ----------
+    semantics : {"franz-go", "librdkafka"}
+    linger_ms : float
+        franz-go ``ProducerLinger`` / librdkafka ``linger.ms``.
+    n_partitions, n_brokers : int
+        Partition p lives on broker ``p % n_brokers``.
+    batch_max_bytes : int
+        Per-partition batch byte cap (franz-go ProducerBatchMaxBytes, librdkafka batch.size).
+    batch_num_messages : int
+        librdkafka ``batch.num.messages`` (franz-go has no count cap).
+    max_buffered_records : int
+        franz-go ``MaxBufferedRecords``: Produce blocks at this many unacked records.
+    max_inflight_per_broker : int
+        Produce requests in flight per broker.
+    append_ms : float
+        Broker time to append one produce request (loopback round trip included).
+    record_overhead_bytes : int
+        Bytes a record adds to a batch beyond its value (key, headers, framing).
+    """
+
+    semantics: str = "franz-go"
+    linger_ms: float = 10.0
+    n_partitions: int = 1
+    n_brokers: int = 1
+    batch_max_bytes: int = 1_048_576
+    batch_num_messages: int = 10_000
+    max_buffered_records: int = 10_000
+    max_inflight_per_broker: int = 1
+    append_ms: float = 1.0
+    record_overhead_bytes: int = 70
+
+    def __post_init__(self) -> None:
+        owner = "KafkaProducerConfig"
+        check_choice(owner, "semantics", self.semantics, SEMANTICS)
+        check_number(owner, "linger_ms", self.linger_ms)
+        check_int(owner, "n_partitions", self.n_partitions, minimum=1)
+        check_int(owner, "n_brokers", self.n_brokers, minimum=1)
+        check_int(owner, "batch_max_bytes", self.batch_max_bytes, minimum=1)
+        check_int(owner, "batch_num_messages", self.batch_num_messages, minimum=1)
+        check_int(owner, "max_buffered_records", self.max_buffered_records, minimum=1)
+        check_int(owner, "max_inflight_per_broker", self.max_inflight_per_broker, minimum=1)
+        check_number(owner, "append_ms", self.append_ms)
+        check_int(owner, "record_overhead_bytes", self.record_overhead_bytes)
+
+
+def partition_of(key: str | None, index: int, n_partitions: int) -> int:
+    """Key hash over the partitions; keyless records go round-robin."""
+    if key is None:
+        return index % n_partitions
+    return zlib.crc32(key.encode()) % n_partitions
+
+
+class KafkaProducer:
+    """The client. ``produce(msg)`` returns ``None``, or an event while Produce blocks.
+
+    ``on_append(records, time)`` is called when the broker has appended a request.
+    """
+
+    def __init__(self, env: simpy.Environment, config: KafkaProducerConfig,
+                 partition_of_msg, size_of_msg, on_append) -> None:
+        self.env = env
+        self.config = config
+        self._partition_of = partition_of_msg
+        self._size_of = size_of_msg
+        self._on_append = on_append
+        n = config.n_partitions
+        self._batches: list[deque[list[int]]] = [deque() for _ in range(n)]
+        self._batch_bytes = [0] * n
+        self._linger_gen = [0] * n
+        self._lingering = [False] * n
+        self._inflight = [0] * config.n_brokers
+        self._drain_pending = [False] * config.n_brokers
+        self._broker_free_at = [0.0] * config.n_brokers
+        self._due: list[set[int]] = [set() for _ in range(config.n_brokers)]
+        self._buffered = 0
+        self._blocked: deque[tuple[int, simpy.Event]] = deque()
+        self._linger_s = config.linger_ms / 1e3
+        self._append_s = config.append_ms / 1e3
+        self.requests = 0
+
+    # ------------------------------------------------------------------ Produce
+    def produce(self, msg: int) -> simpy.Event | None:
+        if self._buffered >= self.config.max_buffered_records:
+            event = self.env.event()
+            self._blocked.append((msg, event))
+            if self.config.semantics == "franz-go":
+                for b in range(self.config.n_brokers):  # a blocked Produce cancels lingers
+                    self._drain(b)
+            return event
+        self._add(msg)
+        return None
+
+    def _add(self, msg: int) -> None:
+        cfg = self.config
+        p = self._partition_of(msg)
+        size = self._size_of(msg) + cfg.record_overhead_bytes
+        batches = self._batches[p]
+        full = (not batches or self._batch_bytes[p] + size > cfg.batch_max_bytes
+                or len(batches[-1]) >= cfg.batch_num_messages)
+        if full:
+            batches.append([])
+            self._batch_bytes[p] = 0
+        batches[-1].append(msg)
+        self._batch_bytes[p] += size
+        self._buffered += 1
+        broker = p % cfg.n_brokers
+        if cfg.semantics == "franz-go":
+            if self._linger_s == 0 or len(batches) >= 2 or self._blocked:
+                self._drain(broker)
+            elif not self._lingering[p]:
+                self._start_linger(p)
+        else:
+            if self._linger_s == 0 or len(batches) >= 2 or \
+                    len(batches[0]) >= cfg.batch_num_messages:
+                self._partition_due(p)
+            elif not self._lingering[p]:
+                self._start_linger(p)
+
+    # ------------------------------------------------------------------ lingers
+    def _start_linger(self, p: int) -> None:
+        self._lingering[p] = True
+        self._linger_gen[p] += 1
+        gen = self._linger_gen[p]
+        self.env.timeout(self._linger_s).callbacks.append(lambda _e: self._linger_fired(p, gen))
+
+    def _linger_fired(self, p: int, gen: int) -> None:
+        if gen != self._linger_gen[p]:
+            return
+        self._lingering[p] = False
+        if self.config.semantics == "franz-go":
+            self._drain(p % self.config.n_brokers)
+        else:
+            self._partition_due(p)
+
+    def _stop_linger(self, p: int) -> None:
+        self._lingering[p] = False
+        self._linger_gen[p] += 1
+
+    # ------------------------------------------------------------------ requests
+    def _drain(self, broker: int) -> None:
+        """franz-go: one request with a batch from every partition of ``broker`` with data."""
+        if self._inflight[broker] >= self.config.max_inflight_per_broker:
+            self._drain_pending[broker] = True
+            return
+        self._drain_pending[broker] = False
+        records: list[int] = []
+        for p in range(broker, self.config.n_partitions, self.config.n_brokers):
+            batches = self._batches[p]
+            if batches:
+                records.extend(batches.popleft())
+                self._stop_linger(p)
+                if batches:
+                    self._drain_pending[broker] = True
+                    if len(batches) == 1:
+                        self._batch_bytes[p] = sum(self._size_of(m) for m in batches[0])
+        if records:
+            self._send(broker, records)
+
+    def _partition_due(self, p: int) -> None:
+        """librdkafka: partition ``p``'s first batch is ready to go on its own request."""
+        broker = p % self.config.n_brokers
+        self._stop_linger(p)
+        self._due[broker].add(p)
+        self._send_due(broker)
+
+    def _send_due(self, broker: int) -> None:
+        due = self._due[broker]
+        while due and self._inflight[broker] < self.config.max_inflight_per_broker:
+            p = min(due)
+            due.discard(p)
+            batches = self._batches[p]
+            if not batches:
+                continue
+            records = batches.popleft()
+            if batches:
+                due.add(p)
+            self._send(broker, records)
+
+    def _send(self, broker: int, records: list[int]) -> None:
+        self.requests += 1
+        self._inflight[broker] += 1
+        start = max(self.env.now, self._broker_free_at[broker])
+        done_at = start + self._append_s
+        self._broker_free_at[broker] = done_at
+        self.env.timeout(done_at - self.env.now).callbacks.append(
+            lambda _e: self._acked(broker, records))
+
+    def _acked(self, broker: int, records: list[int]) -> None:
+        self._inflight[broker] -= 1
+        self._buffered -= len(records)
+        self._on_append(records, self.env.now)
+        while self._blocked and self._buffered < self.config.max_buffered_records:
+            msg, event = self._blocked.popleft()
+            self._add(msg)
+            event.succeed()
+        if self.config.semantics == "franz-go":
+            if self._drain_pending[broker]:
+                self._drain(broker)
+        else:
+            self._send_due(broker)
+
+    def flush_all(self) -> None:
+        """Send everything now (a client Flush at shutdown)."""
+        for p in range(self.config.n_partitions):
+            if self._batches[p]:
+                if self.config.semantics == "franz-go":
+                    self._drain(p % self.config.n_brokers)
+                else:
+                    self._partition_due(p)

@@ -1,0 +1,161 @@
+"""The application's outer batcher in front of a Kafka client (teranode
+``util/kafka/kafka_producer_async.go``, mechanisms.md section 3).
+
+One drain goroutine per producer. Each pass: with an empty buffer, a blocking receive of one
+message; with ``len(buffer) >= max_batch``, a synchronous flush; otherwise the linger timer
+is **reset to ``linger``** (after every appended message: an idle / debounce timer), then a
+select on {message -> append, timer -> flush all}. A flush calls ``Produce`` serially for
+each buffered message on the drain goroutine itself; ``Produce`` blocks while the client is
+at ``MaxBufferedRecords``, and while it blocks nothing is received.
+
+Adaptive slow mode (``slow = true``): linger x 4 clamped to [50 ms, 500 ms] (after PR #894;
+[200 ms, 5 s] before it, selected by ``slow_clamp = "pre894"``) and max_batch x 4 clamped to
+[100, 20,000]. The toggle itself (a broker write-rate hook) is not modelled: slow mode is a
+setting of the case. Simplification: Publish into the outer channel never blocks (its
+capacity, 10,000 in the validator, is far above the cases modelled).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import simpy
+
+from .errors import check_bool, check_choice, check_int, check_number
+
+CLAMPS = {"post894": (0.050, 0.500), "pre894": (0.200, 5.0)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OuterBatcherConfig:
+    """Parameters of the outer debounce batcher.
+
+    Parameters
+    ----------
+    linger_ms : float or None
+        Idle (debounce) linger; ``None`` = no outer batcher, messages go straight to Produce.
+    max_batch : int
+        Size trigger (``flush_messages``).
+    slow : bool
+        Adaptive slow mode on.
+    slow_clamp : {"post894", "pre894"}
+
+    Examples
+    --------
+    >>> OuterBatcherConfig(linger_ms=10, slow=True).effective_linger_s
+    0.05
+    """
+
+    linger_ms: float | None = 10.0
+    max_batch: int = 50_000
+    slow: bool = False
+    slow_clamp: str = "post894"
+
+    def __post_init__(self) -> None:
+        owner = "OuterBatcherConfig"
+        if self.linger_ms is not None:
+            check_number(owner, "linger_ms", self.linger_ms)
+        check_int(owner, "max_batch", self.max_batch, minimum=1)
+        check_bool(owner, "slow", self.slow)
+        check_choice(owner, "slow_clamp", self.slow_clamp, CLAMPS)
+
+    @property
+    def effective_linger_s(self) -> float:
+        linger = (self.linger_ms or 0.0) / 1e3
+        if self.slow:
+            lo, hi = CLAMPS[self.slow_clamp]
+            return min(max(linger * 4, lo), hi)
+        return linger
+
+    @property
+    def effective_max_batch(self) -> int:
+        return min(max(self.max_batch * 4, 100), 20_000) if self.slow else self.max_batch
+
+
+class OuterBatcher:
+    """The drain goroutine. ``produce(msg)`` returns ``None`` or an event to wait on."""
+
+    def __init__(self, env: simpy.Environment, config: OuterBatcherConfig,
+                 produce: Callable[[int], simpy.Event | None],
+                 on_flush: Callable[[int, float], None] | None = None) -> None:
+        self.env = env
+        self.config = config
+        self.produce = produce
+        self.on_flush = on_flush
+        self._inbox: deque[int] = deque()
+        self._wake: simpy.Event | None = None
+        self._timer_gen = 0
+        self._timer_due = False
+        self.closed = False
+        self.process: simpy.Process | None = None
+
+    def start(self) -> simpy.Process:
+        self.process = self.env.process(self._run())
+        return self.process
+
+    def publish(self, msg: int) -> None:
+        self._inbox.append(msg)
+        self._notify()
+
+    def close(self) -> None:
+        self.closed = True
+        self._notify()
+
+    def _notify(self) -> None:
+        if self._wake is not None and not self._wake.triggered:
+            self._wake.succeed()
+
+    def _reset_timer(self, linger: float) -> None:
+        self._timer_gen += 1
+        self._timer_due = False
+        gen = self._timer_gen
+        self.env.timeout(linger).callbacks.append(lambda _e: self._fire(gen))
+
+    def _fire(self, gen: int) -> None:
+        if gen == self._timer_gen:
+            self._timer_due = True
+            self._notify()
+
+    def _flush(self, buffer: list[int]):
+        if self.on_flush is not None:
+            self.on_flush(len(buffer), self.env.now)
+        for msg in buffer:
+            blocked = self.produce(msg)
+            if blocked is not None:
+                yield blocked
+
+    def _run(self):
+        linger = self.config.effective_linger_s
+        max_batch = self.config.effective_max_batch
+        buffer: list[int] = []
+        while True:
+            if not buffer:
+                if not self._inbox:
+                    if self.closed:
+                        return
+                    self._wake = self.env.event()
+                    yield self._wake
+                    continue
+                buffer.append(self._inbox.popleft())
+                continue
+            if len(buffer) >= max_batch:
+                yield from self._flush(buffer)
+                buffer = []
+                continue
+            if self._inbox:
+                # a message is ready at once: the select takes it; the timer was just reset
+                buffer.append(self._inbox.popleft())
+                continue
+            self._reset_timer(linger)
+            while not self._inbox and not self._timer_due and not self.closed:
+                self._wake = self.env.event()
+                yield self._wake
+            if self._inbox and not self._timer_due:
+                buffer.append(self._inbox.popleft())
+                continue
+            self._timer_due = False
+            self._timer_gen += 1
+            yield from self._flush(buffer)
+            buffer = []
