@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     run.add_argument("--json", action="store_true", help="print one JSON document")
+    run.add_argument("--plots", metavar="DIR", default=None,
+                     help="save latency CDFs (and percentiles against a swept axis) as PNG")
     fit = sub.add_parser("fit-service", help="fit the service model to measured samples")
     fit.add_argument("samples", help="CSV of raw samples (op, batch_size, concurrency, latency_s)")
     fit.add_argument("--out", required=True, help="models/ file to write")
@@ -118,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"simbatch: error: {exc}", file=sys.stderr)
         return 2
     print(_json(scenario, summaries) if args.json else _table(scenario, summaries))
+    if args.plots:
+        from .plots import save_plots
+
+        for path in save_plots(scenario, summaries, args.plots):
+            print(f"saved {path}", file=sys.stderr)
     return 0
 
 

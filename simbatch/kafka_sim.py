@@ -223,4 +223,5 @@ def summarize_kafka(case: KafkaCase, replications: int, seed: int):
     metrics = {c: float(per_run[c].mean()) for c in names}
     metrics.update({k: v for k, v in kafka_metrics(runs).items() if k.startswith("latency")})
     ci = {c: ci95_half_width(per_run[c].to_numpy()) for c in names}
-    return Summary(name=case.name, metrics=metrics, ci95=ci, runs=per_run)
+    return Summary(name=case.name, metrics=metrics, ci95=ci, runs=per_run,
+                   samples=np.concatenate([r.latency_s for r in runs]))

@@ -107,6 +107,7 @@ class Summary:
     ci95: dict[str, float]
     runs: pd.DataFrame
     published: dict[str, dict[str, float]] = field(default_factory=dict)
+    samples: np.ndarray | None = None  # pooled latency samples (s), for CDF plots
 
 
 def summarize(name: str, runs: list) -> Summary:
@@ -116,4 +117,5 @@ def summarize(name: str, runs: list) -> Summary:
     metrics = {c: float(per_run[c].mean()) for c in names}
     metrics.update(_pooled_latency(runs))
     ci = {c: ci95_half_width(per_run[c].to_numpy()) for c in names}
-    return Summary(name=name, metrics=metrics, ci95=ci, runs=per_run)
+    samples = np.concatenate([_arrays(r)["done"] - _arrays(r)["put"] for r in runs])
+    return Summary(name=name, metrics=metrics, ci95=ci, runs=per_run, samples=samples)

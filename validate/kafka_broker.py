@@ -1,0 +1,186 @@
+"""Fetch Apache Kafka's jars from Maven Central and run a single-node KRaft broker on loopback.
+
+``python validate/kafka_broker.py fetch``      download org.apache.kafka:kafka_2.13 and its
+                                               runtime dependencies (Maven) into
+                                               validate/.kafka/<version>/libs
+``python validate/kafka_broker.py start``      start a broker on a free loopback port with a
+                                               temporary data directory; prints JSON
+                                               {"pid", "bootstrap", "data_dir"}; waits until
+                                               the port accepts connections
+``python validate/kafka_broker.py stop PID``   stop it by process id and remove its data dir
+
+In Python: ``with KafkaBroker() as broker: broker.bootstrap`` does start and stop, always
+cleaning up (the broker is killed by its pid, its data directory removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+KAFKA_VERSION = os.environ.get("SIMBATCH_KAFKA_VERSION", "3.9.1")
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".kafka" / KAFKA_VERSION
+POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>simbatch</groupId><artifactId>kafka-broker-fetch</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
+      <version>{v}</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId>
+      <version>1.7.36</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+class BrokerError(RuntimeError):
+    """The broker could not be fetched, started or reached."""
+
+
+def fetch(version: str = KAFKA_VERSION) -> Path:
+    """Download the broker's jars (once); returns the libs directory."""
+    libs = HERE / ".kafka" / version / "libs"
+    if libs.is_dir() and any(libs.glob("kafka_2.13-*.jar")):
+        return libs
+    work = libs.parent
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "pom.xml").write_text(POM.format(v=version))
+    cmd = ["mvn", "-q", "-B", "-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+           f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0:
+        raise BrokerError(f"Maven could not fetch org.apache.kafka:kafka_2.13:{version}:\n"
+                          + proc.stdout[-2000:] + proc.stderr[-2000:])
+    return libs
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise BrokerError("java not found on PATH (Java 17 is needed for the Kafka broker)")
+    return java
+
+
+def _run_class(libs: Path, main: str, args: list[str], **kw) -> subprocess.Popen:
+    cp = os.pathsep.join(str(p) for p in sorted(libs.glob("*.jar")))
+    return subprocess.Popen([_java(), "-Xms256m", "-Xmx512m", "-cp", cp, main, *args], **kw)
+
+
+def start(libs: Path | None = None, timeout_s: float = 90.0) -> dict:
+    """Format storage and start a KRaft broker+controller on loopback; wait until ready."""
+    libs = libs or fetch()
+    data = Path(tempfile.mkdtemp(prefix="simbatch-kafka-"))
+    port, ctrl = free_port(), free_port()
+    props = data / "server.properties"
+    props.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=1",
+        f"controller.quorum.voters=1@127.0.0.1:{ctrl}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctrl}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"log.dirs={data / 'logs'}", "num.partitions=1", "offsets.topic.replication.factor=1",
+        "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
+        "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true", ""]))
+    log = open(data / "broker.log", "w")
+    fmt = subprocess.run([_java(), "-cp", os.pathsep.join(str(p) for p in libs.glob("*.jar")),
+                          "kafka.tools.StorageTool", "format", "-t", str(uuid.uuid4()),
+                          "-c", str(props)], capture_output=True, text=True, timeout=120)
+    if fmt.returncode != 0:
+        shutil.rmtree(data, ignore_errors=True)
+        raise BrokerError(f"formatting KRaft storage failed: {fmt.stderr[-2000:]}")
+    proc = _run_class(libs, "kafka.Kafka", [str(props)], stdout=log, stderr=subprocess.STDOUT,
+                      start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            text = (data / "broker.log").read_text()[-3000:]
+            shutil.rmtree(data, ignore_errors=True)
+            raise BrokerError(f"the broker exited with {proc.returncode}:\n{text}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return {"pid": proc.pid, "bootstrap": f"127.0.0.1:{port}", "data_dir": str(data)}
+        except OSError:
+            time.sleep(0.5)
+    stop(proc.pid, str(data))
+    raise BrokerError(f"the broker did not accept connections within {timeout_s:.0f} s")
+
+
+def stop(pid: int, data_dir: str | None = None, timeout_s: float = 20.0) -> None:
+    """Stop the broker by its process id (TERM, then KILL) and remove its data directory."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.2)
+        except ProcessLookupError:
+            break
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if data_dir:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+class KafkaBroker:
+    """Context manager: a running single-node broker, always stopped and cleaned up."""
+
+    def __enter__(self) -> KafkaBroker:
+        info = start()
+        self.pid, self.bootstrap, self.data_dir = info["pid"], info["bootstrap"], info["data_dir"]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stop(self.pid, self.data_dir)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch")
+    sub.add_parser("start")
+    st = sub.add_parser("stop")
+    st.add_argument("pid", type=int)
+    st.add_argument("--data-dir", default=None)
+    args = parser.parse_args()
+    try:
+        if args.cmd == "fetch":
+            print(fetch())
+        elif args.cmd == "start":
+            print(json.dumps(start()))
+        else:
+            stop(args.pid, args.data_dir)
+    except BrokerError as exc:
+        print(f"kafka_broker: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
