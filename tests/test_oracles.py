@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import block_case
+from simhelp import block_case
 
 from simbatch.batcher import BatcherConfig
 from simbatch.producers import OpenLoopWorkload

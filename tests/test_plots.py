@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ROOT
+from simhelp import ROOT
 
 from simbatch.cli import main
 

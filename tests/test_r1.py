@@ -16,7 +16,7 @@ def r1(root):
 
 @pytest.fixture(scope="module")
 def root():
-    from conftest import ROOT
+    from simhelp import ROOT
     return ROOT
 
 

@@ -4,7 +4,7 @@ from the scenario files scenarios/r2-*.toml."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from simhelp import ROOT
 
 from simbatch.scenario import load_scenario
 from simbatch.sweep import compare, run_scenario

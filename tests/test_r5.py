@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from conftest import ROOT
+from simhelp import ROOT
 
 from simbatch.scenario import load_scenario
 from simbatch.sweep import run_scenario

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from conftest import ROOT
+from simhelp import ROOT
 
 from simbatch.fit import _linear_median, check_fit, load_samples
 from simbatch.scenario import load_scenario

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import block_case, open_case
+from simhelp import block_case, open_case
 
 from simbatch.simulation import simulate
 

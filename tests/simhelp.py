@@ -1,10 +1,9 @@
-"""Shared helpers for the test suite."""
+"""Shared helpers for the test suite (imported by name; not a conftest, so that
+validate/conftest.py does not shadow it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from simbatch.batcher import BatcherConfig
 from simbatch.producers import BlockWorkload, OpenLoopWorkload
@@ -12,11 +11,6 @@ from simbatch.service import ServiceConfig
 from simbatch.simulation import Case
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def root() -> Path:
-    return ROOT
 
 
 def block_case(n=10, k=1, fanout="sequential", cap=None, size=100, timeout_ms=10.0,
