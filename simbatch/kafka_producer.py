@@ -26,8 +26,10 @@ sink-wide drain; requests in flight per broker up to ``max_inflight_per_broker``
 Keyed messages use a CRC32 hash of the key (librdkafka's ``consistent_random``; franz-go uses
 murmur2, for which CRC32 stands in: both spread keys uniformly).
 
-The broker appends a request after ``append_ms`` (one connection is served in order, one
-request at a time); an appended record is visible to the consumer.
+A request is acknowledged ``append_ms`` after it is sent (a latency: client threads, loopback,
+the broker's network and I/O threads; requests in flight overlap). The broker answers a
+connection's requests in order, so a request never completes before an earlier one to the
+same broker. An acknowledged record is visible to the consumer.
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ class KafkaProducerConfig:
     max_inflight_per_broker : int
         Produce requests in flight per broker.
     append_ms : float
-        Broker time to append one produce request (loopback round trip included).
+        Broker time to append one produce request (loopback round trip included), median.
+    append_ratios : tuple of float
+        Measured append time / median, resampled per request (empty = constant).
     record_overhead_bytes : int
         Bytes a record adds to a batch beyond its value (key, headers, framing).
     """
@@ -77,6 +81,7 @@ class KafkaProducerConfig:
     max_buffered_records: int = 10_000
     max_inflight_per_broker: int = 1
     append_ms: float = 1.0
+    append_ratios: tuple[float, ...] = ()
     record_overhead_bytes: int = 70
 
     def __post_init__(self) -> None:
@@ -90,6 +95,8 @@ class KafkaProducerConfig:
         check_int(owner, "max_buffered_records", self.max_buffered_records, minimum=1)
         check_int(owner, "max_inflight_per_broker", self.max_inflight_per_broker, minimum=1)
         check_number(owner, "append_ms", self.append_ms)
+        for r in self.append_ratios:
+            check_number(owner, "append_ratios", r, strict=True)
         check_int(owner, "record_overhead_bytes", self.record_overhead_bytes)
 
 
@@ -107,7 +114,7 @@ class KafkaProducer:
     """
 
     def __init__(self, env: simpy.Environment, config: KafkaProducerConfig,
-                 partition_of_msg, size_of_msg, on_append) -> None:
+                 partition_of_msg, size_of_msg, on_append, rng=None) -> None:
         self.env = env
         self.config = config
         self._partition_of = partition_of_msg
@@ -127,6 +134,8 @@ class KafkaProducer:
         self._linger_s = config.linger_ms / 1e3
         self._append_s = config.append_ms / 1e3
         self.requests = 0
+        self._rng = rng
+        self._ratios = list(config.append_ratios)
 
     # ------------------------------------------------------------------ Produce
     def produce(self, msg: int) -> simpy.Event | None:
@@ -229,8 +238,10 @@ class KafkaProducer:
     def _send(self, broker: int, records: list[int]) -> None:
         self.requests += 1
         self._inflight[broker] += 1
-        start = max(self.env.now, self._broker_free_at[broker])
-        done_at = start + self._append_s
+        append = self._append_s
+        if self._ratios:
+            append *= self._ratios[int(self._rng.integers(len(self._ratios)))]
+        done_at = max(self.env.now + append, self._broker_free_at[broker])  # in order
         self._broker_free_at[broker] = done_at
         self.env.timeout(done_at - self.env.now).callbacks.append(
             lambda _e: self._acked(broker, records))

@@ -68,12 +68,17 @@ class KafkaWorkload:
 
 @dataclass(frozen=True, kw_only=True)
 class ConsumerConfig:
-    """``fetch_ms``: time from a record's append to the consumer callback."""
+    """``fetch_ms``: median time from a request's append to the consumer callback;
+    ``fetch_ratios``: measured fetch time / median, resampled per request (empty = constant).
+    """
 
     fetch_ms: float = 1.0
+    fetch_ratios: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check_number("ConsumerConfig", "fetch_ms", self.fetch_ms)
+        for r in self.fetch_ratios:
+            check_number("ConsumerConfig", "fetch_ratios", r, strict=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +118,8 @@ def simulate_kafka(case: KafkaCase, seed: int = 0, *, replication: int = 0) -> K
     >>> bool((run.latency_s > 0.010).all())   # at least the 10 ms outer linger
     True
     """
-    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(replication + 1)[replication])
+    child = np.random.SeedSequence(seed).spawn(replication + 1)[replication]
+    feed_rng, rng = (np.random.default_rng(c) for c in child.spawn(2))
     wl, env = case.workload, simpy.Environment()
     n = wl.n_messages
     publish = array("d", [np.nan] * n)
@@ -132,9 +138,17 @@ def simulate_kafka(case: KafkaCase, seed: int = 0, *, replication: int = 0) -> K
         counter["published"] += 1
     all_done = env.event()
 
+    fetch_ratios = list(case.consumer.fetch_ratios)
+    last_consume = [0.0] * case.producer.n_partitions
+
     def on_append(records, now):
+        fetch = fetch_s
+        if fetch_ratios:
+            fetch *= fetch_ratios[int(rng.integers(len(fetch_ratios)))]
         for msg in records:
-            consume[msg] = now + fetch_s
+            # a consumer reads a partition in order: never before an earlier record of it
+            p = parts[msg]
+            last_consume[p] = consume[msg] = max(now + fetch, last_consume[p])
             order[msg] = counter["appended"]
             counter["appended"] += 1
             waiter = acked.pop(msg, None)
@@ -144,7 +158,7 @@ def simulate_kafka(case: KafkaCase, seed: int = 0, *, replication: int = 0) -> K
             all_done.succeed()
 
     producer = KafkaProducer(env, case.producer, parts.__getitem__,
-                             lambda _m: wl.message_bytes, on_append)
+                             lambda _m: wl.message_bytes, on_append, rng)
 
     def count_flush(_size, _now):
         counter["flushes"] += 1
@@ -161,7 +175,7 @@ def simulate_kafka(case: KafkaCase, seed: int = 0, *, replication: int = 0) -> K
             stamp(msg)
             outer.publish(msg)
 
-    env.process(_feed(env, wl, rng, publish_msg, acked))
+    env.process(_feed(env, wl, feed_rng, publish_msg, acked))
     env.run(until=all_done)
     return KafkaRun(case=case, seed=seed, replication=replication,
                     publish_s=np.frombuffer(publish).copy(),

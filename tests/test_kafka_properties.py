@@ -32,8 +32,10 @@ def kafka_cases(draw):
             batch_num_messages=draw(st.integers(1, 30)),
             max_buffered_records=draw(st.integers(1, 60)),
             max_inflight_per_broker=draw(st.integers(1, 3)),
-            append_ms=draw(st.floats(0, 5))),
-        consumer=ConsumerConfig(fetch_ms=draw(st.floats(0, 3))))
+            append_ms=draw(st.floats(0, 5)),
+            append_ratios=draw(st.sampled_from([(), (0.5, 1.0, 4.0)]))),
+        consumer=ConsumerConfig(fetch_ms=draw(st.floats(0, 3)),
+                                fetch_ratios=draw(st.sampled_from([(), (0.2, 1.0, 9.0)]))))
 
 
 @settings(max_examples=150, deadline=None)
@@ -45,12 +47,14 @@ def test_kafka_invariants(case, seed):
     assert np.isfinite(run.consume_s).all() and np.isfinite(run.publish_s).all()
     assert sorted(run.append_order.tolist()) == list(range(n))
     assert sorted(run.publish_order.tolist()) == list(range(n))
-    assert (run.latency_s >= case.consumer.fetch_ms / 1e3 - 1e-12).all()
+    min_fetch = case.consumer.fetch_ms / 1e3 * min(case.consumer.fetch_ratios or (1.0,))
+    assert (run.latency_s >= min_fetch - 1e-12).all()
     # order kept within a partition
     for p in np.unique(run.partition):
         msgs = np.flatnonzero(run.partition == p)
         msgs = msgs[np.argsort(run.publish_order[msgs])]        # in publish order
         assert (np.diff(run.append_order[msgs]) > 0).all()
+        assert (np.diff(run.consume_s[msgs]) >= 0).all()      # consumed in partition order
 
 
 @settings(max_examples=60, deadline=None)

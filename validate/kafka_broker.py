@@ -80,7 +80,9 @@ def _java() -> str:
 
 def _run_class(libs: Path, main: str, args: list[str], **kw) -> subprocess.Popen:
     cp = os.pathsep.join(str(p) for p in sorted(libs.glob("*.jar")))
-    return subprocess.Popen([_java(), "-Xms256m", "-Xmx512m", "-cp", cp, main, *args], **kw)
+    extra = os.environ.get("SIMBATCH_KAFKA_JVM_OPTS", "").split()
+    return subprocess.Popen([_java(), "-Xms256m", "-Xmx512m", *extra, "-cp", cp, main, *args],
+                            **kw)
 
 
 def start(libs: Path | None = None, timeout_s: float = 90.0) -> dict:

@@ -1,0 +1,232 @@
+"""Kafka calibration: measure configurations on a real broker, fit, predict, compare.
+
+``python validate/calibrate_kafka.py [--out-dir DIR] [--model models/kafka-loopback.toml]``
+starts a broker (validate/kafka_broker.py), warms it up with a discarded load, measures every
+configuration in :data:`CONFIGS` serially (nothing else runs beside them), writes one CSV per configuration, fits the model's
+broker and consumer parameters, writes the ``models/`` file with provenance, and prints
+measured beside predicted p50 / p99.
+
+What is fitted, and on what: only the ``linger0-p1-sparse`` run (no linger, no outer batcher,
+one partition), where a message's time is the broker append plus the consumer fetch and
+nothing else:
+
+* ``append_ms`` = median of (ack - handed to the client), ``append_ratios`` = its 100
+  half-percentile points / median (the measured spread);
+* ``fetch_ms`` = median of (consume - ack), ``fetch_ratios`` likewise. A message consumed
+  before its delivery report ran (thread scheduling) counts as 10 us: a floor for the
+  ratio, since a fetch cannot take no time.
+
+Every other configuration (lingers 10 and 100 ms, 8 and 32 partitions, the stacked outer
+batcher, the dense feed) is a prediction of the model (``semantics = "librdkafka"``, the
+client confluent-kafka wraps) from those parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from kafka_harness import HarnessConfig, run  # noqa: E402
+
+FIT_CONFIG = "linger0-p1-sparse"
+CONFIGS: dict[str, HarnessConfig] = {
+    FIT_CONFIG: HarnessConfig(n_messages=200, interval_ms=25, linger_ms=0, n_partitions=1),
+    "linger10-p8-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=10,
+                                        n_partitions=8),
+    "linger100-p32-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=100,
+                                          n_partitions=32),
+    "linger100-p1-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=100,
+                                         n_partitions=1),
+    "outer10-linger10-p32-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=10,
+                                                 n_partitions=32, outer_linger_ms=10),
+    # One partition keeps the broker below CPU saturation: 500 msg/s over 8 partitions
+    # with linger 10 ms is ~800 produce requests/s, and on a 2-vCPU machine the broker JVM
+    # then burns ~1.8 CPUs and stalls acks by 100-300 ms; the model has no broker CPU yet.
+    "linger10-p1-dense": HarnessConfig(n_messages=600, feed="poisson", interval_ms=2,
+                                       linger_ms=10, n_partitions=1),
+    "outer10-linger10-p8-dense": HarnessConfig(n_messages=300, feed="poisson", interval_ms=2,
+                                               linger_ms=10, n_partitions=8,
+                                               outer_linger_ms=10),
+}
+RATIO_FLOOR_S = 1e-5
+# A fresh broker JVM stalls acks by 100-300 ms while its produce path is cold (measured: the
+# first configuration on a new broker had p99 241 ms against 10-24 ms once warm). This
+# discarded load runs before any measured configuration (cf. KIP-1052's warm-up option).
+WARMUP = HarnessConfig(n_messages=1500, feed="poisson", interval_ms=1, linger_ms=5,
+                       n_partitions=8, warmup_s=0.5)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    append_ms: float
+    append_ratios: tuple[float, ...]
+    fetch_ms: float
+    fetch_ratios: tuple[float, ...]
+
+
+def percentile(latency: np.ndarray, p: float) -> float:
+    """The published rule: ``sorted[floor((n - 1) p)]``."""
+    lat = np.sort(latency[np.isfinite(latency)])
+    return float(lat[int((lat.size - 1) * p)])
+
+
+def _spread(values: np.ndarray) -> tuple[float, tuple[float, ...]]:
+    values = np.maximum(values[np.isfinite(values)], RATIO_FLOOR_S)
+    median = float(np.median(values))
+    q = (np.arange(100) + 0.5) / 100
+    return median * 1e3, tuple(round(float(x), 4) for x in np.quantile(values, q) / median)
+
+
+def fit(rec: np.ndarray) -> Fitted:
+    """Fit broker append and consumer fetch on the linger-0, one-partition run."""
+    append_ms, append_ratios = _spread(rec["ack_s"] - rec["produce_s"])
+    fetch_ms, fetch_ratios = _spread(rec["consume_s"] - rec["ack_s"])
+    return Fitted(append_ms, append_ratios, fetch_ms, fetch_ratios)
+
+
+def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
+    from simbatch.kafka_producer import KafkaProducerConfig
+    from simbatch.kafka_sim import ConsumerConfig, KafkaCase, KafkaWorkload
+    from simbatch.outer_batcher import OuterBatcherConfig
+
+    return KafkaCase(
+        name=name,
+        workload=KafkaWorkload(n_messages=cfg.n_messages, feed=cfg.feed,
+                               interval_ms=cfg.interval_ms, message_bytes=cfg.message_bytes),
+        outer=OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, max_batch=cfg.outer_max_batch),
+        producer=KafkaProducerConfig(
+            semantics="librdkafka", linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions,
+            batch_num_messages=cfg.batch_num_messages, batch_max_bytes=cfg.batch_size_bytes,
+            max_buffered_records=100_000, max_inflight_per_broker=1_000_000,
+            append_ms=fitted.append_ms, append_ratios=fitted.append_ratios),
+        consumer=ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios))
+
+
+def predict(name: str, cfg: HarnessConfig, fitted: Fitted, replications: int = 10) -> dict:
+    from simbatch.kafka_sim import simulate_kafka
+
+    case = model_case(name, cfg, fitted)
+    lat = np.concatenate([simulate_kafka(case, 1, replication=r).latency_s
+                          for r in range(replications)])
+    return {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99)}
+
+
+def within(predicted: float, measured: float) -> bool:
+    """Issue 3's tolerance: 25 %, or 5 ms where the measured figure is under 20 ms."""
+    allowed = 0.25 * measured
+    if measured < 0.020:
+        allowed = max(allowed, 0.005)
+    return abs(predicted - measured) <= allowed
+
+
+def measure(bootstrap: str, out_dir: Path) -> dict[str, np.ndarray]:
+    """Every configuration, serially; one CSV each."""
+    from kafka_harness import write_csv
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run(bootstrap, WARMUP)
+    results = {}
+    for name, cfg in CONFIGS.items():
+        rec = run(bootstrap, cfg)
+        write_csv(rec, out_dir / f"{name}.csv")
+        results[name] = rec
+    return results
+
+
+def read_csv(path: Path) -> np.ndarray:
+    from kafka_harness import COLUMNS
+
+    data = np.genfromtxt(path, delimiter=",", names=True, dtype=float)
+    return data[list(COLUMNS)]
+
+
+def compare(results: dict[str, np.ndarray], fitted: Fitted) -> list[dict]:
+    rows = []
+    for name, rec in results.items():
+        pred = predict(name, CONFIGS[name], fitted)
+        for q, p in (("p50", 0.5), ("p99", 0.99)):
+            measured = percentile(rec["latency_s"], p)
+            rows.append({"config": name, "metric": q, "measured_s": measured,
+                         "predicted_s": pred[q], "ok": within(pred[q], measured),
+                         "fitted_on": name == FIT_CONFIG})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| config | metric | measured ms | predicted ms | error | within |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        err = r["predicted_s"] / r["measured_s"] - 1
+        tag = " (fit)" if r["fitted_on"] else ""
+        lines.append(f"| {r['config']}{tag} | {r['metric']} | {r['measured_s'] * 1e3:.2f} | "
+                     f"{r['predicted_s'] * 1e3:.2f} | {err:+.0%} | {'yes' if r['ok'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def provenance(kafka_version: str) -> dict[str, str]:
+    import confluent_kafka
+
+    cpu = "unknown"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"broker": f"Apache Kafka {kafka_version} (org.apache.kafka:kafka_2.13, KRaft, "
+                      "single node, loopback)",
+            "client": f"confluent-kafka {confluent_kafka.__version__}, librdkafka "
+                      f"{confluent_kafka.libversion()[0]}",
+            "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu}",
+            "measured_on": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "settings": f"fitted on {FIT_CONFIG}: {CONFIGS[FIT_CONFIG]}",
+            "command": "python validate/calibrate_kafka.py"}
+
+
+def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
+    lines = ["# Kafka broker and consumer parameters on loopback; written by",
+             "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
+             "[provenance]"]
+    lines += [f'{k} = "{v}"' for k, v in prov.items()] + ["", "[producer]",
+              'semantics = "librdkafka"', f"append_ms = {fitted.append_ms:.4f}",
+              "append_ratios = [" + ", ".join(f"{r:g}" for r in fitted.append_ratios) + "]",
+              "", "[consumer]", f"fetch_ms = {fitted.fetch_ms:.4f}",
+              "fetch_ratios = [" + ", ".join(f"{r:g}" for r in fitted.fetch_ratios) + "]", "",
+              "# measured beside predicted in the same run (seconds)"]
+    for r in rows:
+        lines.append(f"# {r['config']} {r['metric']}: measured {r['measured_s']:.4f} "
+                     f"predicted {r['predicted_s']:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    from kafka_broker import KAFKA_VERSION, KafkaBroker
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", default=str(HERE / "measurements"))
+    parser.add_argument("--model", default=str(HERE.parent / "models/kafka-loopback.toml"))
+    parser.add_argument("--from-csv", action="store_true",
+                        help="re-fit and re-predict from the CSVs in --out-dir, no broker")
+    args = parser.parse_args()
+    if args.from_csv:
+        results = {name: read_csv(Path(args.out_dir) / f"{name}.csv") for name in CONFIGS}
+    else:
+        with KafkaBroker() as broker:
+            results = measure(broker.bootstrap, Path(args.out_dir))
+    fitted = fit(results[FIT_CONFIG])
+    rows = compare(results, fitted)
+    Path(args.model).write_text(model_toml(fitted, provenance(KAFKA_VERSION), rows))
+    print(table(rows))
+    print(f"wrote {args.model} and {len(results)} CSVs in {args.out_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Run a Kafka scenario against a real broker and measure publish-to-consume latency.
+
+The pipeline is real code: a feed thread publishes messages (periodic or Poisson gaps) into
+the **outer batcher** (teranode's debounce loop, mechanisms.md section 3, written here in
+Python: block for the first message, then flush when ``linger`` passes with no new message or
+when ``max_batch`` messages are buffered; the flush calls ``Produce`` serially and retries while
+the client's queue is full), in front of a **confluent-kafka** producer (librdkafka) with the
+scenario's ``linger.ms``, ``batch.num.messages`` and ``batch.size``. A consumer is assigned to
+every partition **before** the first message, and the latency of each message is its consume
+time minus its publish time (``time.perf_counter``, one process).
+
+Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
+``ack_s`` (delivery report), ``consume_s``, ``latency_s``. Times are seconds from the run's start.
+
+Faults: with no broker reachable, :func:`run` raises :class:`HarnessError` within
+``connect_timeout_s``; if the broker stops answering mid-run (no progress for
+``stall_timeout_s``), it raises naming what happened, after writing the measurements taken so
+far.
+"""
+
+from __future__ import annotations
+
+import csv
+import queue
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s")
+
+
+class HarnessError(RuntimeError):
+    """The run could not start or did not finish; the message says what happened."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HarnessConfig:
+    n_messages: int = 100
+    feed: str = "periodic"            # "periodic" | "poisson"
+    interval_ms: float = 25.0
+    message_bytes: int = 256
+    n_partitions: int = 1
+    linger_ms: float = 0.0            # librdkafka linger.ms
+    outer_linger_ms: float | None = None   # None: no outer batcher
+    outer_max_batch: int = 10_000
+    batch_num_messages: int = 10_000
+    batch_size_bytes: int = 1_000_000
+    warmup_s: float = 2.0
+    connect_timeout_s: float = 10.0
+    stall_timeout_s: float = 15.0
+    seed: int = 1
+    nagle_disable: bool = False       # librdkafka socket.nagle.disable (default false)
+
+
+def check_reachable(bootstrap: str, timeout_s: float) -> None:
+    host, port = bootstrap.rsplit(":", 1)
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, int(port)), timeout=1.0):
+                return
+        except OSError as exc:
+            last = exc
+            time.sleep(0.2)
+    raise HarnessError(f"no Kafka broker reachable at {bootstrap} within {timeout_s:g} s "
+                       f"({last})")
+
+
+class OuterBatcher(threading.Thread):
+    """teranode's outer drain loop: debounce linger, size trigger, serial Produce."""
+
+    def __init__(self, linger_s: float, max_batch: int, produce) -> None:
+        super().__init__(daemon=True)
+        self.inbox: queue.Queue = queue.Queue()
+        self.linger_s, self.max_batch, self.produce = linger_s, max_batch, produce
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        buffer: list = []
+        while not (self.stop.is_set() and self.inbox.empty() and not buffer):
+            try:
+                if not buffer:
+                    buffer.append(self.inbox.get(timeout=0.1))
+                    continue
+                if len(buffer) >= self.max_batch:
+                    raise queue.Empty
+                buffer.append(self.inbox.get(timeout=self.linger_s))  # the timer is reset
+            except queue.Empty:
+                for item in buffer:
+                    self.produce(item)
+                buffer = []
+
+
+def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None) -> np.ndarray:
+    """Measure one configuration; returns a structured array with :data:`COLUMNS`."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    check_reachable(bootstrap, config.connect_timeout_s)
+    n = config.n_messages
+    topic = f"simbatch-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=config.n_partitions,
+                                      replication_factor=1)],
+                            request_timeout=config.connect_timeout_s)[topic].result(
+            config.connect_timeout_s + 5)
+    except KafkaException as exc:
+        raise HarnessError(f"could not create topic {topic} on {bootstrap}: {exc}") from None
+    rec = np.full(n, np.nan, dtype=[(c, "f8") for c in COLUMNS])
+    rec["msg"] = np.arange(n)
+    t0 = time.perf_counter()
+    now = lambda: time.perf_counter() - t0  # noqa: E731
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
+                     for p in range(config.n_partitions)])
+    consumed = [0]
+    stop_consumer = threading.Event()
+
+    def consume_loop():
+        while not stop_consumer.is_set():
+            msg = consumer.poll(0.05)
+            if msg is None or msg.error() is not None:
+                continue
+            i = int(msg.value()[:12])
+            if i >= 0 and np.isnan(rec["consume_s"][i]):
+                rec["consume_s"][i] = now()
+                rec["partition"][i] = msg.partition()
+                consumed[0] += 1
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": config.linger_ms,
+                         "batch.num.messages": config.batch_num_messages,
+                         "batch.size": config.batch_size_bytes, "acks": 1,
+                         "socket.nagle.disable": config.nagle_disable})
+    pad = b"x" * max(0, config.message_bytes - 12)
+
+    def on_ack(err, msg):
+        if err is None:
+            i = int(msg.value()[:12])
+            if i >= 0:
+                rec["ack_s"][i] = now()
+
+    def produce(i: int) -> None:
+        rec["produce_s"][i] = now()
+        while True:
+            try:
+                producer.produce(topic, key=f"k-{topic}-{i}", value=b"%012d" % i + pad,
+                                 on_delivery=on_ack)
+                break
+            except BufferError:        # the client's queue is full: Produce blocks
+                time.sleep(0.005)
+
+    def poll_loop():  # delivery reports fire inside poll(): keep ack times exact
+        while not stop_consumer.is_set():
+            producer.poll(0.001)
+
+    reader = threading.Thread(target=consume_loop, daemon=True)
+    reader.start()
+    poller = threading.Thread(target=poll_loop, daemon=True)
+    poller.start()
+    # warm-up: metadata for every partition, and a consumer that is already fetching
+    for p in range(config.n_partitions):
+        producer.produce(topic, value=b"%012d" % -1, partition=p)
+    producer.flush(config.connect_timeout_s)
+    time.sleep(config.warmup_s)
+    outer = None
+    if config.outer_linger_ms is not None:
+        outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch, produce)
+        outer.start()
+    rng = np.random.default_rng(config.seed)
+    gaps = (rng.exponential(config.interval_ms / 1e3, n) if config.feed == "poisson"
+            else np.full(n, config.interval_ms / 1e3))
+    error = None
+    try:
+        next_t = time.perf_counter()
+        for i in range(n):
+            rec["publish_s"][i] = now()
+            if outer is not None:
+                outer.inbox.put(i)
+            else:
+                produce(i)
+            next_t += gaps[i]
+            time.sleep(max(0.0, next_t - time.perf_counter()))
+        if outer is not None:
+            outer.stop.set()
+            outer.join(timeout=config.stall_timeout_s)
+        last, last_change = -1, time.monotonic()
+        while consumed[0] < n:
+            time.sleep(0.05)
+            if consumed[0] != last:
+                last, last_change = consumed[0], time.monotonic()
+            elif time.monotonic() - last_change > config.stall_timeout_s:
+                error = (f"the broker at {bootstrap} stopped answering: {consumed[0]} of {n} "
+                         f"messages consumed, none for {config.stall_timeout_s:g} s")
+                break
+    finally:
+        producer.flush(2.0)
+        stop_consumer.set()
+        reader.join(timeout=5)
+        poller.join(timeout=5)
+        rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
+        if out_csv is not None:
+            write_csv(rec, out_csv)
+        consumer.close()
+    if error is not None:
+        raise HarnessError(error + (f"; measurements so far written to {out_csv}"
+                                    if out_csv is not None else ""))
+    return rec
+
+
+def write_csv(rec: np.ndarray, path: str | Path) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(COLUMNS)
+        for row in rec:
+            w.writerow([int(row["msg"])] + [("" if np.isnan(v) else f"{v:.6f}")
+                                            for v in list(row)[1:]])
