@@ -1,6 +1,6 @@
 """Kafka calibration: measure configurations on a real broker, fit, predict, compare.
 
-``python validate/calibrate_kafka.py [--out-dir DIR] [--model models/kafka-loopback.toml]``
+``python validate/calibrate_kafka.py [--out-dir DIR] [--model FILE] [--from-csv]``
 starts a broker (validate/kafka_broker.py), warms it up with a discarded load, measures every
 configuration in :data:`CONFIGS` serially (nothing else runs beside them), writes one CSV per configuration, fits the model's
 broker and consumer parameters, writes the ``models/`` file with provenance, and prints

@@ -12,6 +12,13 @@ time minus its publish time (``time.perf_counter``, one process).
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
 ``ack_s`` (delivery report), ``consume_s``, ``latency_s``. Times are seconds from the run's start.
 
+Python's garbage collector is kept out of the timed section (``gc.freeze()`` of everything
+alive, collection disabled while measuring, restored after): a full collection stops every
+Python thread, including the consumer and delivery-report threads, and in a process full of
+other objects (a pytest run) it inflated measured p99s from ~30 ms to 130-450 ms. The same
+harness artefact is documented for the Aerospike data (shared/data/aerospike-loopback,
+caveat 3).
+
 Faults: with no broker reachable, :func:`run` raises :class:`HarnessError` within
 ``connect_timeout_s``; if the broker stops answering mid-run (no progress for
 ``stall_timeout_s``), it raises naming what happened, after writing the measurements taken so
@@ -21,6 +28,7 @@ far.
 from __future__ import annotations
 
 import csv
+import gc
 import queue
 import socket
 import threading
@@ -178,6 +186,10 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
     gaps = (rng.exponential(config.interval_ms / 1e3, n) if config.feed == "poisson"
             else np.full(n, config.interval_ms / 1e3))
     error = None
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     try:
         next_t = time.perf_counter()
         for i in range(n):
@@ -201,6 +213,9 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
     finally:
+        if gc_was_enabled:
+            gc.enable()
+        gc.unfreeze()
         producer.flush(2.0)
         stop_consumer.set()
         reader.join(timeout=5)
