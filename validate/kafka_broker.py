@@ -4,8 +4,9 @@
                                                runtime dependencies (Maven) into
                                                validate/.kafka/<version>/libs
 ``python validate/kafka_broker.py start``      start a broker on a free loopback port with a
-                                               temporary data directory (on tmpfs if any); prints JSON
-                                               {"pid", "bootstrap", "data_dir"}; waits until
+                                               temporary data directory (tmpfs if any);
+                                               prints JSON {"pid", "bootstrap",
+                                               "data_dir"}; waits until
                                                the port accepts connections
 ``python validate/kafka_broker.py stop PID``   stop it by process id and remove its data dir
 

@@ -14,12 +14,6 @@ import pytest
 from calibrate_kafka import CONFIGS, FIT_CONFIG, compare, fit, measure, table
 from kafka_harness import HarnessConfig, HarnessError, run
 
-# Known deviation (issue 3 note): the append/fetch spread is fitted on the sparse linger-0
-# run, where each message wakes an idle broker and idle vCPUs; under a dense feed those
-# wake-ups are absent and the measured tail is shorter, so the p99 is over-predicted by
-# ~2-6 ms against a 5 ms allowance. The model has no load-dependent wake-up cost yet.
-KNOWN = {("linger10-p1-dense", "p99"): "sparse-fitted wake-up spread over-predicts dense p99"}
-
 pytestmark = pytest.mark.kafka
 pytest.importorskip("confluent_kafka")
 
@@ -51,10 +45,7 @@ def test_measurements_are_written(calibration):
         f"{name}.run{k}" for name in CONFIGS for k in range(REPEATS))
 
 
-@pytest.mark.parametrize("name,metric", [
-    pytest.param(n, m, marks=[pytest.mark.xfail(reason=KNOWN[(n, m)], strict=False)]
-                 if (n, m) in KNOWN else [])
-    for n in CONFIGS for m in ("p50", "p99")])
+@pytest.mark.parametrize("name,metric", [(n, m) for n in CONFIGS for m in ("p50", "p99")])
 def test_prediction_within_tolerance(calibration, name, metric):
     _, rows = calibration
     row = next(r for r in rows if r["config"] == name and r["metric"] == metric)

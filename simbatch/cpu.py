@@ -1,0 +1,92 @@
+"""CPU cores, goroutine scheduling costs and cache-line transfers, in nanoseconds.
+
+Modelled (mechanisms.md sections 4 and 5):
+
+* ``cores`` cores; runnable goroutines queue FIFO for a core (Go's run queues, merged into
+  one FIFO); a goroutine parked on a lock or a channel gives its core back and pays
+  ``park_wake_ns`` when it is woken.
+* Spawning a goroutine costs its parent ``spawn_ns`` (``newproc``, the errgroup's ``Go``);
+  running it costs ``goroutine_ns`` of core time besides its work (stack, first schedule,
+  exit, WaitGroup bookkeeping); each goroutine also passes once
+  through the scheduler's global run-queue lock, held while ``runq_lock_lines`` cache lines
+  move to the acquiring core (a serial section shared by all cores).
+* A cache line last written by another core costs a transfer: ``line_near_ns`` from a core in
+  the same cache domain (``domain_cores`` cores: a chip, a CCD), ``line_far_ns`` from beyond
+  it. :meth:`CPUConfig.line_transfer_ns` gives the expected cost when ``sharers`` cores write
+  the line at random: it grows with the sharers (the chance the line is elsewhere) and with the
+  machine (the share of far cores). Queueing of cores on one line (a contended lock, a shared
+  reader count) is modelled where the line is: a FIFO lock in the simulation, an M/D/1 queue
+  in the aggregated probe phase.
+
+Simplifications: one run queue (no per-P queues or work stealing); no NUMA memory placement;
+spinning before parking is not modelled (a blocked goroutine parks at once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from .errors import check_int, check_number
+
+
+@dataclass(frozen=True, kw_only=True)
+class CPUConfig:
+    """A machine's cores and the costs of its primitives (nanoseconds).
+
+    Examples
+    --------
+    >>> CPUConfig(cores=1).line_transfer_ns(1)
+    0.0
+    >>> round(CPUConfig(cores=16, line_near_ns=80).line_transfer_ns(16), 1)
+    75.0
+    """
+
+    cores: int = 16
+    line_near_ns: float = 80.0
+    line_far_ns: float = 200.0
+    domain_cores: int = 16
+    spawn_ns: float = 300.0
+    goroutine_ns: float = 1000.0
+    runq_lock_lines: float = 1.0
+    park_wake_ns: float = 1500.0
+    chan_op_ns: float = 100.0
+
+    def __post_init__(self) -> None:
+        owner = "CPUConfig"
+        check_int(owner, "cores", self.cores, minimum=1)
+        check_int(owner, "domain_cores", self.domain_cores, minimum=1)
+        for name in ("line_near_ns", "line_far_ns", "spawn_ns", "goroutine_ns", "runq_lock_lines",
+                     "park_wake_ns", "chan_op_ns"):
+            check_number(owner, name, getattr(self, name))
+
+    def line_transfer_ns(self, sharers: int) -> float:
+        """Expected cost of touching a line that ``sharers`` cores write at random."""
+        c = min(sharers, self.cores)
+        if c <= 1:
+            return 0.0
+        far = max(0, self.cores - min(self.domain_cores, self.cores)) / (self.cores - 1)
+        per_transfer = self.line_near_ns * (1 - far) + self.line_far_ns * far
+        return (1 - 1 / c) * per_transfer
+
+
+class Cores:
+    """``cores`` as a FIFO SimPy resource that integrates busy core-time (ns)."""
+
+    def __init__(self, env: simpy.Environment, cores: int) -> None:
+        self.env = env
+        self.resource = simpy.Resource(env, capacity=cores)
+        self.busy_ns = 0.0
+        self._granted: dict[simpy.Event, float] = {}
+
+    def acquire(self):
+        """Generator: wait for a core; returns the request to pass to :meth:`release`."""
+        req = self.resource.request()
+        yield req
+        self._granted[req] = self.env.now
+        return req
+
+    def release(self, req) -> None:
+        self.busy_ns += self.env.now - self._granted.pop(req)
+        self.resource.release(req)
