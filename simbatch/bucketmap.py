@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from .cpu import Cores, CPUConfig
+from .cpu import CPUConfig, FifoPool
 from .errors import check_choice, check_int, check_number
 
 DESIGNS = ("old", "new")
 EXISTS = ("rlock", "frozen", "mutex")
+PHASES = ("insert", "probe", "both")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,9 +86,11 @@ class MapWorkload:
     worker_queue: int = 8
     n_probes: int = 0
     exists: str = "rlock"
+    phases: str = "both"
 
     def __post_init__(self) -> None:
         owner = "MapWorkload"
+        check_choice(owner, "phases", self.phases, PHASES)
         check_int(owner, "n_tx", self.n_tx, minimum=1)
         check_int(owner, "n_subtrees", self.n_subtrees, minimum=1)
         check_int(owner, "n_buckets", self.n_buckets, minimum=1)
@@ -131,22 +134,23 @@ def slice_counts(workload: MapWorkload, rng: np.random.Generator) -> np.ndarray:
 class _Insert:
     """Phase A as a SimPy model; ``run()`` returns (seconds, hashes inserted, core-ns busy)."""
 
-    def __init__(self, cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, counts: np.ndarray):
-        self.cpu, self.costs, self.wl, self.counts = cpu, costs, wl, counts
+    def __init__(self, cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, counts: np.ndarray,
+                 rng: np.random.Generator):
+        self.cpu, self.costs, self.wl, self.counts, self.rng = cpu, costs, wl, counts, rng
         self.env = simpy.Environment()
-        self.cores = Cores(self.env, cpu.cores)
+        self.cores = FifoPool(self.env, cpu.cores)
         self.put = costs.put_at(wl.n_tx)
         self.inserted = 0
         c = cpu.cores
         self.xfer = cpu.line_transfer_ns(c)
         self.runq_hold = cpu.runq_lock_lines * self.xfer
-        self.runq = simpy.Resource(self.env, capacity=1)
-        self.reads = simpy.Resource(self.env, capacity=wl.concurrent_reads)
+        self.runq_free_at = 0.0
+        self.reads = FifoPool(self.env, wl.concurrent_reads)
 
     def run(self) -> tuple[float, int, float]:
         env = self.env
         if self.wl.design == "old":
-            self.locks = [simpy.Resource(env, capacity=1) for _ in range(self.wl.n_buckets)]
+            self.locks = [FifoPool(env, 1) for _ in range(self.wl.n_buckets)]
             done = [env.process(self._old_subtree(s)) for s in range(self.wl.n_subtrees)]
             env.run(until=env.all_of(done))
         else:
@@ -163,53 +167,49 @@ class _Insert:
     # --------------------------------------------------------------- old design
     def _old_subtree(self, s: int):
         env, costs = self.env, self.costs
-        slot = self.reads.request()
-        yield slot
-        core = yield from self.cores.acquire()
+        yield self.reads.request()
+        yield self.cores.request()
         row = self.counts[s]
         if costs.deserialize_ns:
             yield env.timeout(costs.deserialize_ns * int(row.sum()))
-        buckets = np.flatnonzero(row)
+        # ``for bucket, hashes := range buckets`` ranges over a Go map: random order per subtree
+        buckets = self.rng.permutation(np.flatnonzero(row))
         children = []
         for start in range(0, buckets.size, 64):
             chunk = buckets[start:start + 64]
             yield env.timeout(self.cpu.spawn_ns * chunk.size)
             children += [env.process(self._slice(int(b), int(row[b]))) for b in chunk]
-        self.cores.release(core)            # wait for the children parked, off-core
+        self.cores.release()            # wait for the children parked, off-core
         yield env.all_of(children)
-        self.reads.release(slot)
+        self.reads.release()
 
     def _slice(self, bucket: int, n: int):
         env = self.env
-        core = yield from self.cores.acquire()
-        if self.runq_hold:
-            r = self.runq.request()
-            yield r
-            yield env.timeout(self.runq_hold)
-            self.runq.release(r)
-        # schedule + run + exit, and the WaitGroup Done on the subtree's shared line
-        yield env.timeout(self.cpu.goroutine_ns + self.xfer)
+        yield self.cores.request()
+        # The global run-queue lock is a FIFO serial section waited for with the core held, so
+        # it is reserved by time arithmetic (exact) rather than with events. Then schedule,
+        # run, exit, and the WaitGroup Done on the subtree's shared line.
+        start = max(env.now, self.runq_free_at)
+        self.runq_free_at = start + self.runq_hold
+        yield env.timeout(start - env.now + self.runq_hold + self.cpu.goroutine_ns + self.xfer)
         lock = self.locks[bucket]
-        if lock.count or lock.queue:
-            self.cores.release(core)        # park on the mutex
-            held = lock.request()
-            yield held
-            core = yield from self.cores.acquire()
-            yield env.timeout(self.cpu.park_wake_ns)
+        if lock.free:
+            lock.request()
         else:
-            held = lock.request()
-            yield held
+            self.cores.release()        # park on the mutex; the unlock hands it over
+            yield lock.request()
+            yield self.cores.request()
+            yield env.timeout(self.cpu.park_wake_ns)
         yield env.timeout(self.xfer + self.costs.lock_ns + n * self.put)
-        lock.release(held)
+        lock.release()
         self.inserted += n
-        self.cores.release(core)
+        self.cores.release()
 
     # --------------------------------------------------------------- new design
     def _new_subtree(self, s: int):
         env, costs, cpu = self.env, self.costs, self.cpu
-        slot = self.reads.request()
-        yield slot
-        core = yield from self.cores.acquire()
+        yield self.reads.request()
+        yield self.cores.request()
         row = self.counts[s]
         w = len(self.inboxes)
         nonempty = int(np.count_nonzero(row))
@@ -222,37 +222,38 @@ class _Insert:
                 continue
             msg = (int(hashes[i]), int(slices[i]))
             if len(box.items) >= box.capacity:          # blocks: park, give the core back
-                self.cores.release(core)
+                self.cores.release()
                 yield box.put(msg)
-                core = yield from self.cores.acquire()
+                yield self.cores.request()
                 yield env.timeout(cpu.park_wake_ns)
             else:
                 yield box.put(msg)
             yield env.timeout(cpu.chan_op_ns + self.xfer)
-        self.cores.release(core)
-        self.reads.release(slot)
+        self.cores.release()
+        self.reads.release()
 
     def _worker(self, i: int):
         # ``for msg := range ch``: one message at a time; the core is kept while messages are
         # queued and given back (parked) when the channel is empty.
         env, box, cpu = self.env, self.inboxes[i], self.cpu
-        core = None
+        has_core = False
         while True:
-            if core is not None and not box.items:
-                self.cores.release(core)
-                core = None
+            if has_core and not box.items:
+                self.cores.release()
+                has_core = False
             msg = yield box.get()
             if msg is None:
                 break
             hashes, slices = msg
             work = cpu.chan_op_ns + slices * self.costs.lock_ns + hashes * self.put
-            if core is None:
-                core = yield from self.cores.acquire()
+            if not has_core:
+                yield self.cores.request()
+                has_core = True
                 work += cpu.park_wake_ns
             yield env.timeout(work)
             self.inserted += hashes
-        if core is not None:
-            self.cores.release(core)
+        if has_core:
+            self.cores.release()
 
 
 def probe_phase(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload) -> tuple[float, float]:
@@ -278,7 +279,8 @@ def probe_phase(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload) -> tuple[float
     return wl.n_probes * wall_ns * 1e-9, wall_ns
 
 
-def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0) -> MapResult:
+def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0, *,
+                 replication: int = 0) -> MapResult:
     """Phase A simulated, Phase B aggregated; see the module docstring.
 
     Examples
@@ -288,10 +290,53 @@ def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0
     >>> r.inserted, r.probed
     (10000, 1000)
     """
-    rng = np.random.default_rng(seed)
-    counts = slice_counts(wl, rng)
-    seconds, inserted, busy_ns = _Insert(cpu, costs, wl, counts).run()
-    probe_s, probe_ns = probe_phase(cpu, costs, wl)
+    seeds = np.random.SeedSequence(seed).spawn(replication + 1)[replication].spawn(2)
+    counts_rng, order_rng = (np.random.default_rng(s) for s in seeds)
+    seconds, inserted, busy_ns = 0.0, 0, 0.0
+    if wl.phases != "probe":
+        counts = slice_counts(wl, counts_rng)
+        seconds, inserted, busy_ns = _Insert(cpu, costs, wl, counts, order_rng).run()
+    probe_s, probe_ns = probe_phase(cpu, costs, wl) if wl.phases != "insert" else (0.0, 0.0)
     return MapResult(insert_s=seconds, inserted=inserted,
                      insert_cores_busy=busy_ns * 1e-9 / seconds if seconds else 0.0,
-                     probe_s=probe_s, probed=wl.n_probes, probe_ns_per_op=probe_ns)
+                     probe_s=probe_s, probed=wl.n_probes if wl.phases != "insert" else 0,
+                     probe_ns_per_op=probe_ns)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContentionCase:
+    name: str = "default"
+    cpu: CPUConfig = field(default_factory=CPUConfig)
+    costs: MapCosts = field(default_factory=MapCosts)
+    map: MapWorkload = field(default_factory=MapWorkload)
+
+
+def map_metrics(result: MapResult, cpu: CPUConfig) -> dict[str, float]:
+    """Stable metric names of a contention case (see the README)."""
+    total_s = result.insert_s + result.probe_s
+    ops = result.inserted + result.probed
+    busy = (result.insert_cores_busy * result.insert_s + cpu.cores * result.probe_s)
+    return {"throughput_ops_per_s": ops / total_s if total_s else 0.0,
+            "cores_busy": busy / total_s if total_s else 0.0,
+            "total_s": total_s, "insert_s": result.insert_s,
+            "insert_ops_per_s": result.insert_ops_per_s, "probe_s": result.probe_s,
+            "probe_ops_per_s": result.probe_ops_per_s,
+            "probe_ns_per_op": result.probe_ns_per_op,
+            "inserted": float(result.inserted), "probed": float(result.probed)}
+
+
+def summarize_contention(case: ContentionCase, replications: int, seed: int):
+    """Replications (independent slice draws and spawn orders) of a contention case."""
+    import pandas as pd
+
+    from .results import Summary, ci95_half_width
+
+    rows = [{"replication": r, "seed": seed,
+             **map_metrics(simulate_map(case.cpu, case.costs, case.map, seed, replication=r),
+                           case.cpu)}
+            for r in range(replications)]
+    per_run = pd.DataFrame(rows)
+    names = [c for c in per_run.columns if c not in ("replication", "seed")]
+    return Summary(name=case.name, metrics={c: float(per_run[c].mean()) for c in names},
+                   ci95={c: ci95_half_width(per_run[c].to_numpy()) for c in names},
+                   runs=per_run)

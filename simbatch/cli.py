@@ -21,7 +21,9 @@ HEADLINE = {"batcher": ("block_time_s", "item_latency_p50_s", "item_latency_p99_
                         "batch_size_mean", "flush_share_size", "flush_share_timer",
                         "flush_share_drain"),
             "kafka": ("latency_p50_s", "latency_p99_s", "latency_max_s", "requests",
-                      "records_per_request", "outer_flushes")}
+                      "records_per_request", "outer_flushes"),
+            "contention": ("throughput_ops_per_s", "cores_busy", "total_s", "insert_ops_per_s",
+                           "probe_ns_per_op")}
 
 
 def _fmt(value: float) -> str:

@@ -32,7 +32,8 @@ from .simulation import Case
 
 BATCHER_SECTIONS = ("workload", "batcher", "service", "host")
 KAFKA_SECTIONS = ("workload", "outer", "producer", "consumer")
-CASE_SECTIONS = tuple(dict.fromkeys(BATCHER_SECTIONS + KAFKA_SECTIONS))
+CONTENTION_SECTIONS = ("cpu", "costs", "map")
+CASE_SECTIONS = tuple(dict.fromkeys(BATCHER_SECTIONS + KAFKA_SECTIONS + CONTENTION_SECTIONS))
 SECTIONS = ("scenario", "cases", "sweep", *CASE_SECTIONS)
 WORKLOADS = {"block": BlockWorkload, "open_loop": OpenLoopWorkload}
 SCENARIO_KEYS = ("name", "description", "kind", "replications", "seed", "tolerance")
@@ -187,7 +188,18 @@ def _make_kafka_case(name: str, sections: dict, where: _Where):
                                      "consumer"))
 
 
-KINDS = {"batcher": (BATCHER_SECTIONS, _make_case), "kafka": (KAFKA_SECTIONS, _make_kafka_case)}
+def _make_contention_case(name: str, sections: dict, where: _Where):
+    from .bucketmap import ContentionCase, MapCosts, MapWorkload
+    from .cpu import CPUConfig
+
+    return ContentionCase(name=name,
+                          cpu=_build(CPUConfig, sections.get("cpu", {}), where, "cpu"),
+                          costs=_build(MapCosts, sections.get("costs", {}), where, "costs"),
+                          map=_build(MapWorkload, sections.get("map", {}), where, "map"))
+
+
+KINDS = {"batcher": (BATCHER_SECTIONS, _make_case), "kafka": (KAFKA_SECTIONS, _make_kafka_case),
+         "contention": (CONTENTION_SECTIONS, _make_contention_case)}
 
 
 def _apply(sections: dict, dotted: str, value: Any, where: _Where, allowed) -> None:

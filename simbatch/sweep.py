@@ -46,6 +46,9 @@ def run_scenario(scenario: Scenario, *, replications: int | None = None,
         if scenario.kind == "kafka":
             from .kafka_sim import summarize_kafka
             summary = summarize_kafka(case, reps, base_seed)
+        elif scenario.kind == "contention":
+            from .bucketmap import summarize_contention
+            summary = summarize_contention(case, reps, base_seed)
         else:
             summary = summarize(case.name, replicate(case, reps, base_seed,
                                                      scenario=scenario.name))

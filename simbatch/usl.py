@@ -48,7 +48,7 @@ def fit_usl(n, throughput) -> USLFit:
     >>> x = [64.9, 995.9, 1652.4, 1853.2, 1828.9, 1775.0, 1702.2]
     >>> f = fit_usl(load, x)
     >>> round(f.alpha, 4), round(f.beta * 1e4, 3), round(f.gamma, 1)
-    (0.0277, 1.045, 89.9)
+    (0.0277, 1.044, 90.0)
     """
     n = np.asarray(n, dtype=float)
     x = np.asarray(throughput, dtype=float)

@@ -116,3 +116,30 @@ def test_kafka_scenario_errors(tmp_path, capsys, text, key, value):
     if value is not None:
         assert f"got {value}" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+CONTENTION = """
+[scenario]
+kind = "contention"
+[cpu]
+cores = 4
+[map]
+n_tx = 1000
+n_subtrees = 2
+"""
+
+
+@pytest.mark.parametrize("text,key,value", [
+    (CONTENTION.replace("cores = 4", "cores = 0"), "cores", "0"),
+    (CONTENTION.replace("n_subtrees = 2", "n_buckets = 0"), "n_buckets", "0"),
+    (CONTENTION + "\n[costs]\nput_ns = -3\n", "put_ns", "-3"),
+    (CONTENTION.replace("n_subtrees = 2", 'design = "lockfree"'), "design", "'lockfree'"),
+    (CONTENTION.replace("n_subtrees = 2", 'exists = "maybe"'), "exists", "'maybe'"),
+    (CONTENTION.replace("cores = 4", "cors = 4"), "cors", None),
+])
+def test_contention_scenario_errors(tmp_path, capsys, text, key, value):
+    code, err, path = run_cli(tmp_path, text, capsys=capsys)
+    assert code == 2 and path in err and key in err, err
+    if value is not None:
+        assert f"got {value}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
