@@ -1,4 +1,5 @@
-"""Plots for a scenario's results: latency CDFs, and a percentile against a swept axis.
+"""Plots for a scenario's results: latency CDFs, a percentile against a swept axis, and
+throughput against cores with a Universal Scalability Law fit beside it.
 
 matplotlib with the Agg backend (files, no display); the CLI's ``--plots DIR`` calls
 :func:`save_plots`.
@@ -69,11 +70,47 @@ def percentile_plot(summaries, x_axis: str, metrics: tuple[str, ...], path: Path
     return path
 
 
+def scaling_plot(summaries, path: Path) -> tuple[Path, dict]:
+    """Throughput against cores, one line per design, with a USL fit beside each (dashed).
+    Returns the path and the USL fits by design."""
+    from .usl import fit_usl
+
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for s in summaries:
+        axes = axis_values(s.name)
+        if "cores" in axes:
+            design = s.name.split(" cores=")[0]
+            groups.setdefault(design, []).append((float(axes["cores"]),
+                                                  s.metrics["throughput_ops_per_s"]))
+    fits = {}
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for design, points in sorted(groups.items()):
+        points.sort()
+        n, x = np.array([p[0] for p in points]), np.array([p[1] for p in points])
+        ax.plot(n, x / 1e6, "-o", ms=4, label=f"{design} (simbatch)")
+        if len(points) >= 3:
+            f = fit_usl(n, x)
+            fits[design] = f
+            grid = np.linspace(n.min(), n.max(), 200)
+            ax.plot(grid, f.predict(grid) / 1e6, "--", lw=1,
+                    label=f"{design} USL a={f.alpha:.3g} b={f.beta:.2g}")
+    ax.set_xlabel("cores")
+    ax.set_ylabel("throughput (M ops/s)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path, fits
+
+
 def save_plots(scenario, summaries, directory: str | Path) -> list[Path]:
     """Write ``<name>-cdf.png`` and, for a sweep over partitions or fan-out,
     ``<name>-percentiles.png``; returns the paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    if scenario.kind == "contention":
+        return [scaling_plot(summaries, out / f"{scenario.name}-scaling.png")[0]]
     paths = [cdf_plot(summaries, out / f"{scenario.name}-cdf.png")]
     names = " ".join(s.name for s in summaries)
     for axis, metrics in (("n_partitions", ("latency_p50_s", "latency_p99_s")),
