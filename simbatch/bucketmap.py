@@ -327,16 +327,10 @@ def map_metrics(result: MapResult, cpu: CPUConfig) -> dict[str, float]:
 
 def summarize_contention(case: ContentionCase, replications: int, seed: int):
     """Replications (independent slice draws and spawn orders) of a contention case."""
-    import pandas as pd
-
-    from .results import Summary, ci95_half_width
+    from .results import summary_from_runs
 
     rows = [{"replication": r, "seed": seed,
              **map_metrics(simulate_map(case.cpu, case.costs, case.map, seed, replication=r),
                            case.cpu)}
             for r in range(replications)]
-    per_run = pd.DataFrame(rows)
-    names = [c for c in per_run.columns if c not in ("replication", "seed")]
-    return Summary(name=case.name, metrics={c: float(per_run[c].mean()) for c in names},
-                   ci95={c: ci95_half_width(per_run[c].to_numpy()) for c in names},
-                   runs=per_run)
+    return summary_from_runs(case.name, rows)

@@ -226,16 +226,10 @@ def kafka_metrics(runs: list[KafkaRun]) -> dict[str, float]:
 
 def summarize_kafka(case: KafkaCase, replications: int, seed: int):
     """Replications of ``case``: pooled latency percentiles, per-run rows and 95 % CIs."""
-    import pandas as pd
-
-    from .results import Summary, ci95_half_width
+    from .results import summary_from_runs
 
     runs = [simulate_kafka(case, seed, replication=r) for r in range(replications)]
-    per_run = pd.DataFrame([{"replication": r.replication, "seed": r.seed,
-                             **kafka_metrics([r])} for r in runs])
-    names = [c for c in per_run.columns if c not in ("replication", "seed")]
-    metrics = {c: float(per_run[c].mean()) for c in names}
-    metrics.update({k: v for k, v in kafka_metrics(runs).items() if k.startswith("latency")})
-    ci = {c: ci95_half_width(per_run[c].to_numpy()) for c in names}
-    return Summary(name=case.name, metrics=metrics, ci95=ci, runs=per_run,
-                   samples=np.concatenate([r.latency_s for r in runs]))
+    rows = [{"replication": r.replication, "seed": r.seed, **kafka_metrics([r])} for r in runs]
+    pooled = {k: v for k, v in kafka_metrics(runs).items() if k.startswith("latency")}
+    return summary_from_runs(case.name, rows, pooled,
+                             np.concatenate([r.latency_s for r in runs]))

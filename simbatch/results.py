@@ -110,12 +110,19 @@ class Summary:
     samples: np.ndarray | None = None  # pooled latency samples (s), for CDF plots
 
 
-def summarize(name: str, runs: list) -> Summary:
-    per_run = pd.DataFrame([{"replication": r.replication, "seed": r.seed, **run_metrics(r)}
-                            for r in runs])
+def summary_from_runs(name: str, rows: list[dict], pooled: dict[str, float] | None = None,
+                      samples: np.ndarray | None = None) -> Summary:
+    """One row of metrics per replication (with ``replication`` and ``seed``) -> a Summary:
+    the mean of each metric, its 95 % half-width, and ``pooled`` metrics overriding means."""
+    per_run = pd.DataFrame(rows)
     names = [c for c in per_run.columns if c not in ("replication", "seed")]
     metrics = {c: float(per_run[c].mean()) for c in names}
-    metrics.update(_pooled_latency(runs))
+    metrics.update(pooled or {})
     ci = {c: ci95_half_width(per_run[c].to_numpy()) for c in names}
-    samples = np.concatenate([_arrays(r)["done"] - _arrays(r)["put"] for r in runs])
     return Summary(name=name, metrics=metrics, ci95=ci, runs=per_run, samples=samples)
+
+
+def summarize(name: str, runs: list) -> Summary:
+    rows = [{"replication": r.replication, "seed": r.seed, **run_metrics(r)} for r in runs]
+    samples = np.concatenate([_arrays(r)["done"] - _arrays(r)["put"] for r in runs])
+    return summary_from_runs(name, rows, _pooled_latency(runs), samples)
