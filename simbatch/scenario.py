@@ -135,18 +135,19 @@ def _build(cls, values: dict, where: _Where, section: str):
         raise where.error(f"[{section}]", f"bad value: {exc}") from None
 
 
-def _service_values(raw: dict, where: _Where) -> dict:
+def _with_model(raw: dict, where: _Where, section: str) -> dict:
+    """``model = "path"`` in a section loads that models/ file's table of the same name as
+    the base; the scenario's own keys win."""
     values = dict(raw)
     model = values.pop("model", None)
     if model is None:
         return values
     if not isinstance(model, str):
-        raise where.error("[service] model", f"must be a path string; got {model!r}.")
+        raise where.error(f"[{section}] model", f"must be a path string; got {model!r}.")
     model_path = (where.path.parent / model).resolve()
     if not model_path.is_file():
-        raise where.error("[service] model", f"no such model file: {model!r}.")
-    data = _read(model_path)
-    base = dict(data.get("service", {}))
+        raise where.error(f"[{section}] model", f"no such model file: {model!r}.")
+    base = dict(_read(model_path).get(section, {}))
     base.update(values)
     return base
 
@@ -164,7 +165,7 @@ def _make_case(name: str, sections: dict, where: _Where) -> Case:
                                              f"got {kind!r}.")
     batcher = {"timer_overshoot_us": overshoot, **sections.get("batcher", {})}
     service = {"timer_overshoot_us": overshoot,
-               **_service_values(sections.get("service", {}), where)}
+               **_with_model(sections.get("service", {}), where, "service")}
     return Case(name=name, workload=_build(WORKLOADS[kind], workload, where, "workload"),
                 batcher=_build(BatcherConfig, batcher, where, "batcher"),
                 service=_build(ServiceConfig, service, where, "service"))
@@ -193,8 +194,10 @@ def _make_contention_case(name: str, sections: dict, where: _Where):
     from .cpu import CPUConfig
 
     return ContentionCase(name=name,
-                          cpu=_build(CPUConfig, sections.get("cpu", {}), where, "cpu"),
-                          costs=_build(MapCosts, sections.get("costs", {}), where, "costs"),
+                          cpu=_build(CPUConfig, _with_model(sections.get("cpu", {}), where,
+                                                            "cpu"), where, "cpu"),
+                          costs=_build(MapCosts, _with_model(sections.get("costs", {}), where,
+                                                             "costs"), where, "costs"),
                           map=_build(MapWorkload, sections.get("map", {}), where, "map"))
 
 

@@ -1,0 +1,3 @@
+module simbatch/gobench
+
+go 1.22

@@ -1,0 +1,53 @@
+"""The Go micro-benchmark (validate/gobench) runs here at CI size, writes a models/ file, and
+that file drives a contention scenario. A user on a 192-core machine runs it there at
+``-size medium`` or ``large`` to calibrate the contention model for that machine."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from simbatch.scenario import load_scenario
+from simbatch.sweep import run_scenario
+
+GOBENCH = Path(__file__).resolve().parent / "gobench"
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    if shutil.which("go") is None:
+        pytest.skip("go not on PATH: the micro-benchmark needs the Go toolchain")
+    out = tmp_path_factory.mktemp("gobench") / "go-primitives.toml"
+    subprocess.run(["go", "run", ".", "-size", "small", "-out", str(out)], cwd=GOBENCH,
+                   check=True, capture_output=True, timeout=600)
+    return out, tomllib.loads(out.read_text())
+
+
+def test_measures_every_primitive_at_every_contention_level(measured):
+    _, data = measured
+    m = data["measured"]
+    procs = data["provenance"]["gomaxprocs"]
+    assert m["contenders"][0] == 1 and m["contenders"][-1] == procs
+    for name in ("atomic_add_ns", "rwmutex_rlock_ns", "mutex_lock_ns"):
+        assert len(m[name]) == len(m["contenders"]) and min(m[name]) > 0
+    assert m["fill_old_tx_per_s"] > 0 and m["fill_new_tx_per_s"] > 0
+    assert m["exists_rlock_ns_per_probe"] > 0 and m["exists_frozen_ns_per_probe"] > 0
+    assert data["cpu"]["cores"] == procs == os.cpu_count()
+
+
+def test_the_file_drives_a_contention_scenario(measured, tmp_path):
+    path, data = measured
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'[scenario]\nkind = "contention"\nreplications = 1\n'
+                        f'[cpu]\nmodel = "{path}"\n[costs]\nmodel = "{path}"\n'
+                        f'[map]\nn_tx = 20000\nn_subtrees = 4\nn_probes = 1000\n')
+    sc = load_scenario(scenario)
+    assert sc.cases[0].cpu.cores == data["cpu"]["cores"]
+    assert sc.cases[0].costs.put_ns == pytest.approx(data["costs"]["put_ns"])
+    metrics = run_scenario(sc)[0].metrics
+    assert metrics["inserted"] == 20000 and metrics["throughput_ops_per_s"] > 0
