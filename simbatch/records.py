@@ -18,7 +18,10 @@ Batch frame columns
     ``batch``; ``trigger`` (size, timer, drain, tick, close); ``size`` items;
     ``n_cost`` records or unique keys the call was charged for; ``t_open_s`` (first item
     received, or cycle start for the cycle timer); ``t_flush_s``; ``t_start_s``;
-    ``t_done_s``; ``age_s`` = flush - open; ``service_s`` = done - start.
+    ``t_server_done_s`` (the call returned; its permit is free); ``t_done_s`` (the client has
+    parsed it: the flush function returned); ``age_s`` = flush - open; ``service_s`` = done - start (server call plus
+    the client's parse); ``client_parse_s``, ``client_stats_s`` the client CPU of the parse and
+    of the per-record statistics.
 Every frame also carries ``scenario``, ``case``, ``replication`` and ``seed`` columns.
 """
 
@@ -50,6 +53,9 @@ class Recorder:
         self.batch_flush = array("d")
         self.batch_start = array("d")
         self.batch_done_at = array("d")
+        self.batch_server_done = array("d")
+        self.batch_parse_ns = array("d")
+        self.batch_stats_ns = array("d")
         self.txn_inputs = array("q")
         self.txn_start = array("d")
         self.txn_end = array("d")
@@ -82,6 +88,9 @@ class Recorder:
         self.batch_flush.append(now)
         self.batch_start.append(_NAN)
         self.batch_done_at.append(_NAN)
+        self.batch_server_done.append(_NAN)
+        self.batch_parse_ns.append(0.0)
+        self.batch_stats_ns.append(0.0)
         item_batch = self.item_batch
         for item in items:
             item_batch[item] = batch_id
@@ -90,6 +99,13 @@ class Recorder:
     def batch_started(self, batch_id: int, now: float, n_cost: int) -> None:
         self.batch_start[batch_id] = now
         self.batch_cost[batch_id] = n_cost
+
+    def batch_server_returned(self, batch_id: int, now: float) -> None:
+        self.batch_server_done[batch_id] = now
+
+    def batch_client_cpu(self, batch_id: int, parse_ns: float, stats_ns: float) -> None:
+        self.batch_parse_ns[batch_id] = parse_ns
+        self.batch_stats_ns[batch_id] = stats_ns
 
     def batch_done(self, batch_id: int, now: float) -> None:
         self.batch_done_at[batch_id] = now
@@ -122,7 +138,10 @@ class Recorder:
             "t_open_s": np.frombuffer(self.batch_open),
             "t_flush_s": np.frombuffer(self.batch_flush),
             "t_start_s": np.frombuffer(self.batch_start),
+            "t_server_done_s": np.frombuffer(self.batch_server_done),
             "t_done_s": np.frombuffer(self.batch_done_at),
+            "client_parse_s": np.frombuffer(self.batch_parse_ns) * 1e-9,
+            "client_stats_s": np.frombuffer(self.batch_stats_ns) * 1e-9,
         })
         df["age_s"] = df.t_flush_s - df.t_open_s
         df["service_s"] = df.t_done_s - df.t_start_s

@@ -15,6 +15,9 @@ Metric names carry their unit and are stable across releases (they are the keys 
 ``batch_size_{mean,p50,p99,max}``, ``n_batches``, ``n_items``
 ``flush_share_{size,timer,drain,tick,close}``
     share of flushes by trigger, 0 to 1.
+``stats_cpu_share``
+    share of the client's batch-processing CPU (parse plus statistics) spent in the
+    per-record statistics, 0 to 1 (0 without a client stage).
 
 Across replications: latency percentiles and maxima are taken on the **pooled** items of all
 runs (the distribution users compare with a measured one); every other metric is the mean of
@@ -74,6 +77,9 @@ def run_metrics(run) -> dict[str, float]:
     for name, q in (("p50", 0.5), ("p99", 0.99)):
         m[f"batch_size_{name}"] = float(np.quantile(sizes, q)) if sizes.size else 0.0
     m["batch_size_max"] = float(sizes.max()) if sizes.size else 0.0
+    parse = float(np.sum(np.frombuffer(rec.batch_parse_ns)))
+    stats_ns = float(np.sum(np.frombuffer(rec.batch_stats_ns)))
+    m["stats_cpu_share"] = stats_ns / (parse + stats_ns) if parse + stats_ns else 0.0
     for code, trig in enumerate(TRIGGERS):
         m[f"flush_share_{trig}"] = float((triggers == code).mean()) if sizes.size else 0.0
     return m

@@ -13,6 +13,12 @@ Service time of a batch of n records (or n unique keys)::
     S = (fixed_us + per_record_us * n) * noise        (n > 1, or no single-record cost set)
     S = single_record_us * noise                      (n == 1 and single_record_us set)
 
+After the call returns, the client parses the batch on its own cores (``client_cores``, a FIFO
+pool; ``None`` = unlimited): ``client_parse_ns_per_record`` per record, plus the per-record
+statistics of :mod:`simbatch.clientstats` (``stats_*``), whose lock contention depends on how
+many parses run at that moment. So statistics overhead and client core count show up in
+block time and latency.
+
 ``noise`` is a multiplicative factor with median 1: constant 1, log-normal with shape
 ``sigma``, or resampled from measured ratios latency / cell median (``empirical``), so a
 fitted model keeps the measured shape of the tail.
@@ -26,7 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from .errors import check_bool, check_choice, check_number, check_optional_int, fail
+from .clientstats import VARIANTS, StatsConfig
+from .cpu import CPUConfig, FifoPool
+from .errors import check_bool, check_choice, check_int, check_number, check_optional_int, fail
 
 NOISES = ("constant", "lognormal", "empirical")
 COST_BASES = ("records", "unique_keys")
@@ -60,6 +68,14 @@ class ServiceConfig:
         timer wake-up and the host's ``timer_overshoot_us`` is added to it.
     timer_overshoot_us : float
         How late the host's timers fire; set through the scenario's ``[host]`` table.
+    client_parse_ns_per_record : float
+        Client CPU to parse one returned record (0 = no client stage).
+    client_cores : int or None
+        Client cores the parses share (FIFO); ``None`` = unlimited.
+    client_line_ns : float
+        Cache-line transfer cost between client cores (for the statistics lock).
+    stats_variant, stats_increment_ns, stats_lock_lines, stats_sample_every, stats_shards
+        The per-record statistics (see :class:`simbatch.clientstats.StatsConfig`).
 
     Examples
     --------
@@ -77,6 +93,14 @@ class ServiceConfig:
     max_in_flight: int | None = None
     is_sleep: bool = False
     timer_overshoot_us: float = 0.0
+    client_parse_ns_per_record: float = 0.0
+    client_cores: int | None = None
+    client_line_ns: float = 80.0
+    stats_variant: str = "disabled"
+    stats_increment_ns: float = 40.0
+    stats_lock_lines: float = 4.0
+    stats_sample_every: int = 100
+    stats_shards: int = 16
 
     def __post_init__(self) -> None:
         owner = "ServiceConfig"
@@ -89,6 +113,13 @@ class ServiceConfig:
             check_number(owner, "single_record_us", self.single_record_us)
         check_optional_int(owner, "max_in_flight", self.max_in_flight)
         check_bool(owner, "is_sleep", self.is_sleep)
+        for name in ("client_parse_ns_per_record", "client_line_ns", "stats_increment_ns",
+                     "stats_lock_lines"):
+            check_number(owner, name, getattr(self, name))
+        check_optional_int(owner, "client_cores", self.client_cores)
+        check_choice(owner, "stats_variant", self.stats_variant, VARIANTS)
+        check_int(owner, "stats_sample_every", self.stats_sample_every, minimum=1)
+        check_int(owner, "stats_shards", self.stats_shards, minimum=1)
         check_number(owner, "timer_overshoot_us", self.timer_overshoot_us)
         if self.noise == "empirical":
             if len(self.ratios) == 0:
@@ -139,6 +170,16 @@ class BatchService:
         self._in_service = 0
         self._waiting: deque = deque()
         self._constant = config.noise == "constant"
+        c = config
+        self._client = c.client_parse_ns_per_record > 0 or c.stats_variant != "disabled"
+        self._stats = StatsConfig(variant=c.stats_variant, increment_ns=c.stats_increment_ns,
+                                  lock_lines=c.stats_lock_lines,
+                                  sample_every=c.stats_sample_every, shards=c.stats_shards)
+        cores = c.client_cores or 1024
+        self._client_cpu = CPUConfig(cores=cores, line_near_ns=c.client_line_ns,
+                                     domain_cores=cores)
+        self._client_cores = FifoPool(env, c.client_cores) if c.client_cores else None
+        self._parsing = 0
 
     def close_batch(self, items: list[int], trigger: str, opened_at: float) -> int:
         """Record that a batch closed now (the flush decision); returns its id."""
@@ -147,10 +188,10 @@ class BatchService:
     def submit(self, batch_id: int, items: list[int]) -> simpy.Event:
         """Start (or queue for a permit) the call of a closed batch; succeeds when done."""
         limit = self.config.max_in_flight
-        if limit is None:
+        if limit is None and not self._client:
             return self._start(batch_id, items, None)
         done = self.env.event()
-        if self._in_service < limit:
+        if limit is None or self._in_service < limit:
             self._start(batch_id, items, done)
         else:
             self._waiting.append((batch_id, items, done))
@@ -168,15 +209,39 @@ class BatchService:
             duration *= self._noise.pop()
         self.recorder.batch_started(batch_id, self.env.now, n)
         timeout = self.env.timeout(duration)
-        timeout.callbacks.append(lambda _ev: self._finish(batch_id, items, done))
+        timeout.callbacks.append(lambda _ev: self._server_done(batch_id, items, done, n))
         return timeout
 
-    def _finish(self, batch_id: int, items: list[int], done: simpy.Event | None) -> None:
+    def _server_done(self, batch_id: int, items: list[int], done, n: int) -> None:
         self._in_service -= 1
+        self.recorder.batch_server_returned(batch_id, self.env.now)
+        if self._waiting and self._in_service < (self.config.max_in_flight or 0):
+            self._start(*self._waiting.popleft())
+        if not self._client:
+            self._finish(batch_id, items, done)
+        elif self._client_cores is None:
+            self._parse(batch_id, items, done, n)
+        else:
+            self._client_cores.request().callbacks.append(
+                lambda _ev: self._parse(batch_id, items, done, n))
+
+    def _parse(self, batch_id: int, items: list[int], done, n: int) -> None:
+        self._parsing += 1
+        parse_ns = n * self.config.client_parse_ns_per_record
+        stats_ns = self._stats.cost_ns(n, self._parsing, self._client_cpu)
+        self.recorder.batch_client_cpu(batch_id, parse_ns, stats_ns)
+
+        def parsed(_ev):
+            self._parsing -= 1
+            if self._client_cores is not None:
+                self._client_cores.release()
+            self._finish(batch_id, items, done)
+
+        self.env.timeout((parse_ns + stats_ns) * 1e-9).callbacks.append(parsed)
+
+    def _finish(self, batch_id: int, items: list[int], done: simpy.Event | None) -> None:
         self.recorder.batch_done(batch_id, self.env.now)
         if self.on_done is not None:
             self.on_done(items)
         if done is not None:
             done.succeed()
-        if self._waiting and self._in_service < (self.config.max_in_flight or 0):
-            self._start(*self._waiting.popleft())
