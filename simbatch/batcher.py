@@ -148,7 +148,8 @@ class Batcher:
         self._closed = False
         self._busy = 0
         self._slot_free: simpy.Event | None = None
-        self._in_flight: list[simpy.Event] = []
+        self._outstanding = 0                  # background batches not yet finished
+        self._drained: simpy.Event | None = None
         self.process: simpy.Process | None = None
 
     # ------------------------------------------------------------------ wiring
@@ -266,9 +267,9 @@ class Batcher:
             batch_id = self.service.close_batch(batch, CLOSE, opened_at)
             yield self.service.submit(batch_id, batch)
             batch, opened_at = [], self.env.now
-        pending = [ev for ev in self._in_flight if not ev.processed]
-        if pending:
-            yield self.env.all_of(pending)
+        if self._outstanding:
+            self._drained = self.env.event()
+            yield self._drained
 
     def _flush(self, batch: list[int], trigger: str, opened_at: float):
         dispatch = self.config.dispatch
@@ -285,9 +286,13 @@ class Batcher:
             done.callbacks.append(self._release_slot)
         else:
             done = self.service.submit(batch_id, batch)
-        if self._closed or len(self._in_flight) > 256:
-            self._in_flight = [ev for ev in self._in_flight if not ev.processed]
-        self._in_flight.append(done)
+        self._outstanding += 1
+        done.callbacks.append(self._background_done)
+
+    def _background_done(self, _event: simpy.Event) -> None:
+        self._outstanding -= 1
+        if self._outstanding == 0 and self._drained is not None:
+            self._drained.succeed()
 
     def _release_slot(self, _event: simpy.Event) -> None:
         self._busy -= 1

@@ -211,7 +211,8 @@ class KafkaProducer:
                 if batches:
                     self._drain_pending[broker] = True
                     if len(batches) == 1:
-                        self._batch_bytes[p] = sum(self._size_of(m) for m in batches[0])
+                        self._batch_bytes[p] = sum(self._size_of(m) for m in batches[0]) \
+                            + self.config.record_overhead_bytes * len(batches[0])
         if records:
             self._send(broker, records)
 

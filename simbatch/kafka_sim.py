@@ -179,7 +179,7 @@ def simulate_kafka(case: KafkaCase, seed: int = 0, *, replication: int = 0) -> K
     env.run(until=all_done)
     return KafkaRun(case=case, seed=seed, replication=replication,
                     publish_s=np.frombuffer(publish).copy(),
-                    consume_s=np.frombuffer(consume).copy() + 0.0,
+                    consume_s=np.frombuffer(consume).copy(),
                     partition=np.asarray(parts), append_order=np.frombuffer(order, np.int64).copy(),
                     publish_order=np.frombuffer(published_order, np.int64).copy(),
                     outer_flushes=counter["flushes"], requests=producer.requests, end_s=env.now)

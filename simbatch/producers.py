@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from .distributions import Constant, Distribution, from_spec
+from .distributions import Distribution, from_spec
 from .errors import (
     ConfigError,
     check_bool,
@@ -36,7 +36,7 @@ ARRIVALS = ("poisson", "periodic")
 
 
 def _inputs(owner: str, spec: Any) -> Distribution:
-    if isinstance(spec, (Constant,)) or hasattr(spec, "sample"):
+    if hasattr(spec, "sample"):
         return spec
     return from_spec(spec, owner, "inputs_per_tx")
 

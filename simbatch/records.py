@@ -19,9 +19,9 @@ Batch frame columns
     ``n_cost`` records or unique keys the call was charged for; ``t_open_s`` (first item
     received, or cycle start for the cycle timer); ``t_flush_s``; ``t_start_s``;
     ``t_server_done_s`` (the call returned; its permit is free); ``t_done_s`` (the client has
-    parsed it: the flush function returned); ``age_s`` = flush - open; ``service_s`` = done - start (server call plus
-    the client's parse); ``client_parse_s``, ``client_stats_s`` the client CPU of the parse and
-    of the per-record statistics.
+    parsed it: the flush function returned); ``age_s`` = flush - open; ``service_s`` =
+    done - start (server call plus the client's parse); ``client_parse_s``,
+    ``client_stats_s`` the client CPU of the parse and of the per-record statistics.
 Every frame also carries ``scenario``, ``case``, ``replication`` and ``seed`` columns.
 """
 
