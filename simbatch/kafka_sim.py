@@ -7,7 +7,9 @@ Predicts publish-to-consume latency per message, the figure users measure (teran
 Feeds: ``periodic`` (one message every ``interval_ms``: R2's sparse feed), ``poisson``,
 ``bursts`` (``burst_size`` messages at once every ``interval_ms``: per-block bursts) and
 ``closed_loop`` (``senders`` senders, each waiting for its message to be consumed-visible,
-i.e. acknowledged, before the next).
+i.e. acknowledged, before the next) and ``trace`` (recorded gaps replayed: ``gaps_ms[i]`` is
+the time from message i to message i + 1, e.g. a measured run's publish times, so that a
+prediction sees the very arrivals the measurement saw).
 
 The consumer subscribed before producing: an appended record reaches the consumer callback
 ``fetch_ms`` later (a long-poll fetch returns as soon as data is there).
@@ -21,11 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from .errors import check_bool, check_choice, check_int, check_number
+from .errors import check_bool, check_choice, check_int, check_number, fail
 from .kafka_producer import KafkaProducer, KafkaProducerConfig, partition_of
 from .outer_batcher import OuterBatcher, OuterBatcherConfig
 
-FEEDS = ("periodic", "poisson", "bursts", "closed_loop")
+FEEDS = ("periodic", "poisson", "bursts", "closed_loop", "trace")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,9 +37,11 @@ class KafkaWorkload:
     Parameters
     ----------
     n_messages : int
-    feed : {"periodic", "poisson", "bursts", "closed_loop"}
+    feed : {"periodic", "poisson", "bursts", "closed_loop", "trace"}
     interval_ms : float
         Gap between messages (periodic), mean gap (poisson), gap between bursts (bursts).
+    gaps_ms : sequence of float
+        The trace feed's gaps (at least ``n_messages - 1``); only with ``feed = "trace"``.
     burst_size : int
         Messages per burst (bursts).
     senders : int
@@ -54,9 +58,17 @@ class KafkaWorkload:
     senders: int = 1
     message_bytes: int = 256
     keyed: bool = True
+    gaps_ms: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         owner = "KafkaWorkload"
+        if self.feed != "trace" and len(self.gaps_ms):
+            raise fail(owner, "gaps_ms", "unset unless feed = 'trace'", f"{len(self.gaps_ms)} gaps")
+        if self.feed == "trace" and len(self.gaps_ms) < self.n_messages - 1:
+            raise fail(owner, "gaps_ms", f"n_messages - 1 = {self.n_messages - 1} gaps or more "
+                       "(feed = 'trace')", f"{len(self.gaps_ms)} gaps")
+        for g in self.gaps_ms:
+            check_number(owner, "gaps_ms", g)
         check_int(owner, "n_messages", self.n_messages, minimum=1)
         check_choice(owner, "feed", self.feed, FEEDS)
         check_number(owner, "interval_ms", self.interval_ms)
@@ -206,7 +218,8 @@ def _feed(env, wl: KafkaWorkload, rng, publish_msg, acked):
             publish_msg(msg)
             msg += 1
         if msg < n:
-            yield env.timeout(rng.exponential(gap) if wl.feed == "poisson" else gap)
+            yield env.timeout(rng.exponential(gap) if wl.feed == "poisson" else
+                              wl.gaps_ms[msg - 1] / 1e3 if wl.feed == "trace" else gap)
 
 
 def kafka_metrics(runs: list[KafkaRun]) -> dict[str, float]:

@@ -109,6 +109,12 @@ n_partitions = 4
     (KAFKA.replace("n_partitions = 4", 'semantics = "sarama"'), "semantics", "'sarama'"),
     (KAFKA.replace("n_partitions = 4", "partitons = 4"), "partitons", None),
     (KAFKA + "\n[batcher]\nsize = 3\n", "batcher", None),
+    (KAFKA.replace("n_messages = 10", 'n_messages = 3\nfeed = "trace"\ngaps_ms = [1.0]'),
+     "gaps_ms", "'1 gaps'"),
+    (KAFKA.replace("n_messages = 10", 'n_messages = 3\nfeed = "trace"\ngaps_ms = [1.0, -2.0]'),
+     "gaps_ms", "-2.0"),
+    (KAFKA.replace("n_messages = 10", "n_messages = 3\ngaps_ms = [1.0, 2.0]"),
+     "gaps_ms", "'2 gaps'"),
 ])
 def test_kafka_scenario_errors(tmp_path, capsys, text, key, value):
     code, err, path = run_cli(tmp_path, text, capsys=capsys)

@@ -15,9 +15,12 @@ from simbatch.outer_batcher import OuterBatcherConfig
 
 @st.composite
 def kafka_cases(draw):
-    feed = draw(st.sampled_from(["periodic", "poisson", "bursts", "closed_loop"]))
+    feed = draw(st.sampled_from(["periodic", "poisson", "bursts", "closed_loop", "trace"]))
+    n = draw(st.integers(1, 150))
+    gaps = (draw(st.lists(st.floats(0, 50), min_size=n - 1, max_size=n - 1))
+            if feed == "trace" else [])
     return KafkaCase(
-        workload=KafkaWorkload(n_messages=draw(st.integers(1, 150)), feed=feed,
+        workload=KafkaWorkload(n_messages=n, feed=feed, gaps_ms=tuple(gaps),
                                interval_ms=draw(st.floats(0, 50)),
                                burst_size=draw(st.integers(1, 40)),
                                senders=draw(st.integers(1, 8)),
@@ -81,3 +84,10 @@ def test_no_linger_exceeded_when_produce_never_blocks(linger, outer, n, gap, par
     assert (run.consume_s <= horizon + 1e-9).all()
     if outer is None:
         assert (run.latency_s <= linger / 1e3 + 1e-9).all()
+
+
+def test_trace_feed_replays_the_recorded_gaps():
+    gaps = (5.0, 0.0, 120.0, 0.25)
+    run = simulate_kafka(KafkaCase(workload=KafkaWorkload(n_messages=5, feed="trace",
+                                                          gaps_ms=gaps)), seed=3)
+    assert np.allclose(np.diff(run.publish_s) * 1e3, gaps)
