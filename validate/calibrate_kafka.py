@@ -58,10 +58,20 @@ CONFIGS: dict[str, HarnessConfig] = {
                                                outer_linger_ms=10),
 }
 RATIO_FLOOR_S = 1e-5
-# Each configuration is measured in REPEATS serial runs and judged by the median of the
-# per-run percentiles: on a shared 2-vCPU VM a single pause of the broker or of the VM can put
-# the p99 of one 200-message run (its 2nd-largest value) anywhere from 17 to 60 ms.
+# Each configuration is measured in REPEATS valid serial runs and judged by the median of the
+# per-run percentiles (the p99 of one 200-message run is its 2nd-largest value). The prediction
+# follows the same procedure: the model's run k draws its noise from fit run k, and the median
+# is taken over runs.
 REPEATS = 3
+# A run in which the harness's own feed thread woke more than DISTURBANCE_S late was paused by
+# the VM (its consumer and delivery-report threads with it): it is discarded and measured
+# again, up to MAX_ATTEMPTS runs per configuration, and the discards are reported (if too few
+# runs are clean, the least disturbed are used and that is reported too). Measured on this VM:
+# undisturbed runs have feed lateness under 3.5 ms (7 ms once where the real-code outer batcher
+# holds the GIL while flushing 300 messages, part of what is measured); runs paused by the VM
+# for 12-74 ms had p99s of 16-182 ms against 4-26 ms in the same configurations.
+DISTURBANCE_S = 0.010
+MAX_ATTEMPTS = 6
 # A fresh broker JVM stalls acks by 100-300 ms while its produce path is cold (measured: the
 # first configuration on a new broker had p99 241 ms against 10-24 ms once warm). This
 # discarded load runs before any measured configuration (cf. KIP-1052's warm-up option).
@@ -95,11 +105,16 @@ def _spread(values: np.ndarray) -> tuple[float, tuple[float, ...]]:
     return median * 1e3, tuple(round(float(x), 4) for x in np.quantile(values, q) / median)
 
 
+def fit_runs(runs: list[np.ndarray]) -> list[Fitted]:
+    """One fit per run of the linger-0, one-partition configuration (see :func:`fit`)."""
+    return [fit([r]) for r in runs]
+
+
 def fit(runs: list[np.ndarray]) -> Fitted:
     """Fit broker append and consumer fetch on the linger-0, one-partition configuration's
-    typical run: the one whose p99 is the median of the runs. Figures are medians over runs,
-    and a broker or VM pause is a clustered event in one run, not per-message jitter, so
-    pooling the runs would turn one run's pause into an every-request tail."""
+    typical run: the one whose p99 is the median of the runs (the parameters written to the
+    models/ file). A broker or VM pause is a clustered event in one run, not per-message
+    jitter, so pooling runs would turn one run's pause into an every-request tail."""
     p99 = [percentile(r["latency_s"], 0.99) for r in runs]
     rec = runs[int(np.argsort(p99)[len(p99) // 2])]
     append_ms, append_ratios = _spread(rec["ack_s"] - rec["produce_s"])
@@ -107,15 +122,17 @@ def fit(runs: list[np.ndarray]) -> Fitted:
     return Fitted(append_ms, append_ratios, fetch_ms, fetch_ratios)
 
 
-def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
+def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, publish_s: np.ndarray | None = None):
+    """The model of configuration ``cfg``; with ``publish_s`` (a measured run's publish
+    times) the model's feed replays that run's arrivals (``feed = "trace"``)."""
     from simbatch.kafka_producer import KafkaProducerConfig
     from simbatch.kafka_sim import ConsumerConfig, KafkaCase, KafkaWorkload
     from simbatch.outer_batcher import OuterBatcherConfig
 
     return KafkaCase(
         name=name,
-        workload=KafkaWorkload(n_messages=cfg.n_messages, feed=cfg.feed,
-                               interval_ms=cfg.interval_ms, message_bytes=cfg.message_bytes),
+        workload=KafkaWorkload(n_messages=cfg.n_messages, message_bytes=cfg.message_bytes,
+                               **_feed(cfg, publish_s)),
         outer=OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, max_batch=cfg.outer_max_batch),
         producer=KafkaProducerConfig(
             semantics="librdkafka", linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions,
@@ -125,13 +142,30 @@ def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
         consumer=ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios))
 
 
-def predict(name: str, cfg: HarnessConfig, fitted: Fitted, replications: int = 10) -> dict:
+def _feed(cfg: HarnessConfig, publish_s: np.ndarray | None) -> dict:
+    if publish_s is None:
+        return {"feed": cfg.feed, "interval_ms": cfg.interval_ms}
+    return {"feed": "trace", "gaps_ms": tuple(np.maximum(np.diff(publish_s), 0.0) * 1e3)}
+
+
+def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.ndarray],
+            per_run: int = 3) -> dict:
+    """The measurement procedure in the model: simulated run k replays measured run k's
+    publish times and draws its noise from fit run k (pooled over ``per_run`` replications);
+    each figure is the median over runs. Replaying the arrivals matters where one run holds
+    few flushes: the dense feed through a 10 ms debounce flushes only on a gap above 10 ms
+    (e^-5 of gaps at 500 msg/s), two or three times per 300-message run, so its percentiles
+    follow the particular draw of gaps more than the model."""
     from simbatch.kafka_sim import simulate_kafka
 
-    case = model_case(name, cfg, fitted)
-    lat = np.concatenate([simulate_kafka(case, 1, replication=r).latency_s
-                          for r in range(replications)])
-    return {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99)}
+    figures: dict[str, list[float]] = {"p50": [], "p99": []}
+    for k, (f, rec) in enumerate(zip(fitted, runs, strict=True)):
+        case = model_case(name, cfg, f, rec["publish_s"])
+        lat = np.concatenate([simulate_kafka(case, 1, replication=k * per_run + r).latency_s
+                              for r in range(per_run)])
+        figures["p50"].append(percentile(lat, 0.5))
+        figures["p99"].append(percentile(lat, 0.99))
+    return {q: float(np.median(v)) for q, v in figures.items()}
 
 
 def within(predicted: float, measured: float) -> bool:
@@ -142,16 +176,32 @@ def within(predicted: float, measured: float) -> bool:
     return abs(predicted - measured) <= allowed
 
 
+DISCARDED: dict[str, list[float]] = {}
+
+
 def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, list]:
-    """Every configuration ``repeats`` times, serially; one CSV per run."""
-    from kafka_harness import write_csv
+    """Every configuration until ``repeats`` undisturbed runs (at most MAX_ATTEMPTS), serially;
+    one CSV per valid run; discarded runs' disturbances are kept in DISCARDED."""
+    from kafka_harness import disturbance_s, write_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     run(bootstrap, WARMUP)
     results: dict[str, list] = {name: [] for name in CONFIGS}
-    for k in range(repeats):
-        for name, cfg in CONFIGS.items():
+    DISCARDED.clear()
+    for name, cfg in CONFIGS.items():
+        attempts = []
+        while len(attempts) < MAX_ATTEMPTS:
             rec = run(bootstrap, cfg)
+            attempts.append(rec)
+            if sum(disturbance_s(r) <= DISTURBANCE_S for r in attempts) == repeats:
+                break
+        attempts.sort(key=disturbance_s)             # stable: clean runs first, in order
+        for rec in attempts[repeats:]:
+            DISCARDED.setdefault(name, []).append(disturbance_s(rec))
+        for k, rec in enumerate(attempts[:repeats]):
+            if disturbance_s(rec) > DISTURBANCE_S:
+                DISCARDED.setdefault(name + " (kept: too few clean runs)", []).append(
+                    disturbance_s(rec))
             write_csv(rec, out_dir / f"{name}.run{k}.csv")
             results[name].append(rec)
     return results
@@ -164,10 +214,10 @@ def read_csv(path: Path) -> np.ndarray:
     return data[list(COLUMNS)]
 
 
-def compare(results: dict[str, list], fitted: Fitted) -> list[dict]:
+def compare(results: dict[str, list], fitted: list[Fitted]) -> list[dict]:
     rows = []
     for name, runs in results.items():
-        pred = predict(name, CONFIGS[name], fitted)
+        pred = predict(name, CONFIGS[name], fitted, runs)
         for q, p in (("p50", 0.5), ("p99", 0.99)):
             measured = run_percentile(runs, p)
             rows.append({"config": name, "metric": q, "measured_s": measured,
@@ -177,7 +227,9 @@ def compare(results: dict[str, list], fitted: Fitted) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| config | metric | measured ms | predicted ms | error | within |",
+    notes = [f"discarded as disturbed: {name} x{len(d)} (feed late by "
+             f"{', '.join(f'{x * 1e3:.0f}' for x in d)} ms)" for name, d in DISCARDED.items()]
+    lines = notes + ["| config | metric | measured ms | predicted ms | error | within |",
              "|---|---|---:|---:|---:|---|"]
     for r in rows:
         err = r["predicted_s"] / r["measured_s"] - 1
@@ -237,9 +289,9 @@ def main() -> None:
     else:
         with KafkaBroker() as broker:
             results = measure(broker.bootstrap, Path(args.out_dir))
-    fitted = fit(results[FIT_CONFIG])
-    rows = compare(results, fitted)
-    Path(args.model).write_text(model_toml(fitted, provenance(KAFKA_VERSION), rows))
+    rows = compare(results, fit_runs(results[FIT_CONFIG]))
+    Path(args.model).write_text(model_toml(fit(results[FIT_CONFIG]), provenance(KAFKA_VERSION),
+                                           rows))
     print(table(rows))
     print(f"wrote {args.model} and {len(results)} CSVs in {args.out_dir}")
 

@@ -10,7 +10,11 @@ every partition **before** the first message, and the latency of each message is
 time minus its publish time (``time.perf_counter``, one process).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
-``ack_s`` (delivery report), ``consume_s``, ``latency_s``. Times are seconds from the run's start.
+``ack_s`` (delivery report), ``consume_s``, ``latency_s``, and ``publish_late_s``: how late the
+feed thread published the message against its schedule. Times are seconds from the run's
+start. A large ``publish_late_s`` means the harness process itself was paused (the shared VM
+descheduled it), which also delays its consumer and delivery-report threads: such a run
+measures the VM, not Kafka (see :func:`disturbance_s`).
 
 Python's garbage collector is kept out of the timed section (``gc.freeze()`` of everything
 alive, collection disabled while measuring, restored after): a full collection stops every
@@ -39,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s")
+COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
+           "publish_late_s")
 
 
 class HarnessError(RuntimeError):
@@ -193,6 +198,7 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
     try:
         next_t = time.perf_counter()
         for i in range(n):
+            rec["publish_late_s"][i] = time.perf_counter() - next_t
             rec["publish_s"][i] = now()
             if outer is not None:
                 outer.inbox.put(i)
@@ -228,6 +234,12 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
         raise HarnessError(error + (f"; measurements so far written to {out_csv}"
                                     if out_csv is not None else ""))
     return rec
+
+
+def disturbance_s(rec: np.ndarray) -> float:
+    """The longest the feed thread woke late in this run (seconds)."""
+    late = rec["publish_late_s"]
+    return float(np.nanmax(late)) if np.isfinite(late).any() else 0.0
 
 
 def write_csv(rec: np.ndarray, path: str | Path) -> None:

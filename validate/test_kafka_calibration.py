@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from calibrate_kafka import CONFIGS, FIT_CONFIG, compare, fit, measure, table
+from calibrate_kafka import CONFIGS, FIT_CONFIG, compare, fit_runs, measure, table
 from kafka_harness import HarnessConfig, HarnessError, run
 
 pytestmark = pytest.mark.kafka
@@ -22,8 +22,7 @@ pytest.importorskip("confluent_kafka")
 def calibration(kafka_broker, tmp_path_factory):
     out = tmp_path_factory.mktemp("kafka-measurements")
     results = measure(kafka_broker["bootstrap"], out)
-    fitted = fit(results[FIT_CONFIG])
-    rows = compare(results, fitted)
+    rows = compare(results, fit_runs(results[FIT_CONFIG]))
     print("\n" + table(rows))
     return out, rows
 
