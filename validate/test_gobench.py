@@ -38,6 +38,8 @@ def test_measures_every_primitive_at_every_contention_level(measured):
     assert m["fill_old_tx_per_s"] > 0 and m["fill_new_tx_per_s"] > 0
     assert m["exists_rlock_ns_per_probe"] > 0 and m["exists_frozen_ns_per_probe"] > 0
     assert data["cpu"]["cores"] == procs == os.cpu_count()
+    # the client statistics' Get and Set (scenarios/r3-client-stats.toml cites them)
+    assert 0 < data["stats"]["read_ns"] < data["stats"]["write_ns"] * 10
 
 
 def test_the_file_drives_a_contention_scenario(measured, tmp_path):

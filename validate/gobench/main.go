@@ -274,6 +274,26 @@ func main() {
 			}
 		}))
 	}
+	// The client statistics' increment (aerospike-client-go node_stats.go, issue #1001): a
+	// read-locked Get then a write-locked Set on a small map behind one RWMutex, uncontended.
+	var statsRW sync.RWMutex
+	counts := map[int]int{0: 0, 1: 0, 2: 0}
+	statsGet := perOp(1, ops, func(n int) {
+		s := 0
+		for i := 0; i < n; i++ {
+			statsRW.RLock()
+			s += counts[i&1]
+			statsRW.RUnlock()
+		}
+		counts[2] = s
+	})
+	statsSet := perOp(1, ops, func(n int) {
+		for i := 0; i < n; i++ {
+			statsRW.Lock()
+			counts[i&1] = i
+			statsRW.Unlock()
+		}
+	})
 	goroutine := spawnNs(100_000*scale, procs)
 	nTx, subtrees := 250_000*scale, 16*scale
 	hashes := genHashes(nTx, 1)
@@ -305,6 +325,7 @@ func main() {
 		procs, lineNear, procs, goroutine)
 	fmt.Fprintf(&b, "[costs]\nput_ns = %.2f\nprobe_ns = %.2f\nreference_entries = %d\n\n",
 		float64(procs)*1e9/newRate, frozenProbe*float64(procs), nTx)
+	fmt.Fprintf(&b, "[stats]\nread_ns = %.2f\nwrite_ns = %.2f\n\n", statsGet, statsSet)
 	fmt.Fprintf(&b, "[measured]\ncontenders = %s\natomic_add_ns = %s\nrwmutex_rlock_ns = %s\nmutex_lock_ns = %s\n",
 		ints(ks), floats(atomicNs), floats(rlockNs), floats(mutexNs))
 	fmt.Fprintf(&b, "fill_tx = %d\nfill_subtrees = %d\nfill_old_tx_per_s = %.0f\nfill_new_tx_per_s = %.0f\n",
