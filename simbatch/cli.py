@@ -24,6 +24,10 @@ HEADLINE = {"batcher": ("block_time_s", "item_latency_p50_s", "item_latency_p99_
                       "records_per_request", "outer_flushes"),
             "contention": ("throughput_ops_per_s", "cores_busy", "total_s", "insert_ops_per_s",
                            "probe_ns_per_op")}
+# A batcher scenario with a client CPU stage (statistics, parse, the service's own work)
+# shows where the CPU goes, and each case's throughput against the first case's.
+CLIENT_HEADLINE = ("block_time_s", "throughput_items_per_s", "stats_cpu_share",
+                   "stats_set_cpu_share", "item_latency_p99_s")
 
 
 def _fmt(value: float) -> str:
@@ -49,11 +53,19 @@ def _table(scenario: Scenario, summaries) -> str:
                          f"{r.error_rel:+.1%} | {'yes' if r.ok else 'NO'} |")
         lines.append("")
     headline = HEADLINE[scenario.kind]
-    lines.append("| case | " + " | ".join(headline) + " |")
-    lines.append("|---|" + "---:|" * len(headline))
+    client = scenario.kind == "batcher" and any(s.metrics.get("stats_cpu_share")
+                                                for s in summaries)
+    if client:
+        headline = CLIENT_HEADLINE
+        base = summaries[0].metrics["throughput_items_per_s"]
+    lines.append("| case | " + " | ".join(headline) + (" | throughput vs first |" if client
+                                                         else " |"))
+    lines.append("|---|" + "---:|" * (len(headline) + client))
     for s in summaries:
-        lines.append(f"| {s.name} | " + " | ".join(_fmt(s.metrics.get(m)) for m in headline)
-                     + " |")
+        cells = [_fmt(s.metrics.get(m)) for m in headline]
+        if client:
+            cells.append(f"{s.metrics['throughput_items_per_s'] / base:.2f}x" if base else "-")
+        lines.append(f"| {s.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -15,9 +15,13 @@ Metric names carry their unit and are stable across releases (they are the keys 
 ``batch_size_{mean,p50,p99,max}``, ``n_batches``, ``n_items``
 ``flush_share_{size,timer,drain,tick,close}``
     share of flushes by trigger, 0 to 1.
-``stats_cpu_share``
-    share of the client's batch-processing CPU (parse plus statistics) spent in the
-    per-record statistics, 0 to 1 (0 without a client stage).
+``stats_cpu_share``, ``stats_set_cpu_share``
+    share of the modelled process CPU (the service's own work per record, the client's
+    parse and its per-record statistics) spent in the statistics, and in the statistics'
+    map Set, 0 to 1 (0 without a client stage): what a CPU profile of the service shows.
+``throughput_ops_per_s``, ``cores_busy``
+    records per second (the same figure as ``throughput_items_per_s``, under the name the
+    contention scenarios use) and the mean number of client cores busy with that CPU.
 
 Across replications: latency percentiles and maxima are taken on the **pooled** items of all
 runs (the distribution users compare with a measured one); every other metric is the mean of
@@ -77,9 +81,13 @@ def run_metrics(run) -> dict[str, float]:
     for name, q in (("p50", 0.5), ("p99", 0.99)):
         m[f"batch_size_{name}"] = float(np.quantile(sizes, q)) if sizes.size else 0.0
     m["batch_size_max"] = float(sizes.max()) if sizes.size else 0.0
-    parse = float(np.sum(np.frombuffer(rec.batch_parse_ns)))
-    stats_ns = float(np.sum(np.frombuffer(rec.batch_stats_ns)))
-    m["stats_cpu_share"] = stats_ns / (parse + stats_ns) if parse + stats_ns else 0.0
+    cpu = {name: float(np.sum(np.frombuffer(getattr(rec, f"batch_{name}_ns"))))
+           for name in ("parse", "stats", "set", "app")}
+    process = cpu["app"] + cpu["parse"] + cpu["stats"]
+    m["stats_cpu_share"] = cpu["stats"] / process if process else 0.0
+    m["stats_set_cpu_share"] = cpu["set"] / process if process else 0.0
+    m["throughput_ops_per_s"] = m["throughput_items_per_s"]
+    m["cores_busy"] = process * 1e-9 / run.end_s if run.end_s else 0.0
     for code, trig in enumerate(TRIGGERS):
         m[f"flush_share_{trig}"] = float((triggers == code).mean()) if sizes.size else 0.0
     return m

@@ -16,8 +16,10 @@ Service time of a batch of n records (or n unique keys)::
 After the call returns, the client parses the batch on its own cores (``client_cores``, a FIFO
 pool; ``None`` = unlimited): ``client_parse_ns_per_record`` per record, plus the per-record
 statistics of :mod:`simbatch.clientstats` (``stats_*``), whose lock contention depends on how
-many parses run at that moment. So statistics overhead and client core count show up in
-block time and latency.
+many parses run at that moment, plus ``app_ns_per_record``: the service's own CPU per record
+on the same cores (what a CPU profile shows beside the client: validation, serialisation).
+So statistics overhead and core count show up in block time and latency, and the share of
+the process CPU spent in statistics is what a profile would show (table R3).
 
 ``noise`` is a multiplicative factor with median 1: constant 1, log-normal with shape
 ``sigma``, or resampled from measured ratios latency / cell median (``empirical``), so a
@@ -74,7 +76,10 @@ class ServiceConfig:
         Client cores the parses share (FIFO); ``None`` = unlimited.
     client_line_ns : float
         Cache-line transfer cost between client cores (for the statistics lock).
-    stats_variant, stats_increment_ns, stats_lock_lines, stats_sample_every, stats_shards
+    app_ns_per_record : float
+        The service's own CPU per record on the client cores, outside the client.
+    stats_variant, stats_read_ns, stats_write_ns, stats_lock_lines, stats_local_ns,
+    stats_sample_every, stats_shards
         The per-record statistics (see :class:`simbatch.clientstats.StatsConfig`).
 
     Examples
@@ -96,9 +101,12 @@ class ServiceConfig:
     client_parse_ns_per_record: float = 0.0
     client_cores: int | None = None
     client_line_ns: float = 80.0
+    app_ns_per_record: float = 0.0
     stats_variant: str = "disabled"
-    stats_increment_ns: float = 40.0
-    stats_lock_lines: float = 4.0
+    stats_read_ns: float = 25.0
+    stats_write_ns: float = 45.0
+    stats_lock_lines: float = 2.0
+    stats_local_ns: float = 2.0
     stats_sample_every: int = 100
     stats_shards: int = 16
 
@@ -113,8 +121,8 @@ class ServiceConfig:
             check_number(owner, "single_record_us", self.single_record_us)
         check_optional_int(owner, "max_in_flight", self.max_in_flight)
         check_bool(owner, "is_sleep", self.is_sleep)
-        for name in ("client_parse_ns_per_record", "client_line_ns", "stats_increment_ns",
-                     "stats_lock_lines"):
+        for name in ("client_parse_ns_per_record", "client_line_ns", "app_ns_per_record",
+                     "stats_read_ns", "stats_write_ns", "stats_lock_lines", "stats_local_ns"):
             check_number(owner, name, getattr(self, name))
         check_optional_int(owner, "client_cores", self.client_cores)
         check_choice(owner, "stats_variant", self.stats_variant, VARIANTS)
@@ -171,10 +179,12 @@ class BatchService:
         self._waiting: deque = deque()
         self._constant = config.noise == "constant"
         c = config
-        self._client = c.client_parse_ns_per_record > 0 or c.stats_variant != "disabled"
-        self._stats = StatsConfig(variant=c.stats_variant, increment_ns=c.stats_increment_ns,
-                                  lock_lines=c.stats_lock_lines,
-                                  sample_every=c.stats_sample_every, shards=c.stats_shards)
+        self._client = (c.client_parse_ns_per_record > 0 or c.app_ns_per_record > 0
+                        or c.stats_variant != "disabled")
+        self._stats = StatsConfig(variant=c.stats_variant, read_ns=c.stats_read_ns,
+                                  write_ns=c.stats_write_ns, lock_lines=c.stats_lock_lines,
+                                  local_ns=c.stats_local_ns, sample_every=c.stats_sample_every,
+                                  shards=c.stats_shards)
         cores = c.client_cores or 1024
         self._client_cpu = CPUConfig(cores=cores, line_near_ns=c.client_line_ns,
                                      domain_cores=cores)
@@ -228,8 +238,9 @@ class BatchService:
     def _parse(self, batch_id: int, items: list[int], done, n: int) -> None:
         self._parsing += 1
         parse_ns = n * self.config.client_parse_ns_per_record
-        stats_ns = self._stats.cost_ns(n, self._parsing, self._client_cpu)
-        self.recorder.batch_client_cpu(batch_id, parse_ns, stats_ns)
+        app_ns = n * self.config.app_ns_per_record
+        stats_ns, set_ns = self._stats.cost_ns(n, self._parsing, self._client_cpu)
+        self.recorder.batch_client_cpu(batch_id, parse_ns, stats_ns, set_ns, app_ns)
 
         def parsed(_ev):
             self._parsing -= 1
@@ -237,7 +248,7 @@ class BatchService:
                 self._client_cores.release()
             self._finish(batch_id, items, done)
 
-        self.env.timeout((parse_ns + stats_ns) * 1e-9).callbacks.append(parsed)
+        self.env.timeout((app_ns + parse_ns + stats_ns) * 1e-9).callbacks.append(parsed)
 
     def _finish(self, batch_id: int, items: list[int], done: simpy.Event | None) -> None:
         self.recorder.batch_done(batch_id, self.env.now)
