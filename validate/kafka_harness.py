@@ -10,11 +10,12 @@ every partition **before** the first message, and the latency of each message is
 time minus its publish time (``time.perf_counter``, one process).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
-``ack_s`` (delivery report), ``consume_s``, ``latency_s``, and ``publish_late_s``: how late the
-feed thread published the message against its schedule. Times are seconds from the run's
-start. A large ``publish_late_s`` means the harness process itself was paused (the shared VM
-descheduled it), which also delays its consumer and delivery-report threads: such a run
-measures the VM, not Kafka (see :func:`disturbance_s`).
+``ack_s`` (delivery report), ``consume_s``, ``latency_s``, ``publish_late_s`` (how late the
+feed thread published the message against its schedule) and ``stall_s`` (the longest stall of
+the 1 ms delivery-report poller while the message was in flight). Times are seconds from the
+run's start. A large lateness or stall means the harness process itself was paused (the
+shared VM descheduled it), which delays its consumer and delivery-report threads too: such a
+run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
 
 Python's garbage collector is kept out of the timed section (``gc.freeze()`` of everything
 alive, collection disabled while measuring, restored after): a full collection stops every
@@ -44,7 +45,8 @@ from pathlib import Path
 import numpy as np
 
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
-           "publish_late_s")
+           "publish_late_s", "stall_s")
+STALL_MIN_S = 0.002
 
 
 class HarnessError(RuntimeError):
@@ -170,9 +172,16 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
             except BufferError:        # the client's queue is full: Produce blocks
                 time.sleep(0.005)
 
+    stalls: list[tuple[float, float]] = []     # (end, length) of the poller's late wake-ups
+
     def poll_loop():  # delivery reports fire inside poll(): keep ack times exact
+        last = now()
         while not stop_consumer.is_set():
             producer.poll(0.001)
+            t = now()
+            if t - last > STALL_MIN_S:
+                stalls.append((t, t - last))
+            last = t
 
     reader = threading.Thread(target=consume_loop, daemon=True)
     reader.start()
@@ -187,9 +196,7 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
     if config.outer_linger_ms is not None:
         outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch, produce)
         outer.start()
-    rng = np.random.default_rng(config.seed)
-    gaps = (rng.exponential(config.interval_ms / 1e3, n) if config.feed == "poisson"
-            else np.full(n, config.interval_ms / 1e3))
+    gaps = scheduled_gaps_s(config)
     error = None
     gc_was_enabled = gc.isenabled()
     gc.collect()
@@ -227,6 +234,7 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
         reader.join(timeout=5)
         poller.join(timeout=5)
         rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
+        rec["stall_s"] = _stalls_per_message(rec, stalls)
         if out_csv is not None:
             write_csv(rec, out_csv)
         consumer.close()
@@ -236,10 +244,30 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
     return rec
 
 
-def disturbance_s(rec: np.ndarray) -> float:
-    """The longest the feed thread woke late in this run (seconds)."""
-    late = rec["publish_late_s"]
-    return float(np.nanmax(late)) if np.isfinite(late).any() else 0.0
+def _stalls_per_message(rec: np.ndarray, stalls: list[tuple[float, float]]) -> np.ndarray:
+    """Per message, the longest poller stall that overlapped its publish-to-consume time."""
+    out = np.zeros(rec.size)
+    end = np.where(np.isfinite(rec["consume_s"]), rec["consume_s"], np.inf)
+    for t, gap in stalls:
+        hit = (rec["publish_s"] <= t) & (end >= t - gap)
+        out[hit] = np.maximum(out[hit], gap)
+    return out
+
+
+def undisturbed(rec: np.ndarray, limit_s: float) -> np.ndarray:
+    """Messages whose flight no harness stall longer than ``limit_s`` overlapped (the feed's
+    late wake-up for it, or the poller's stalls while it was in flight)."""
+    late = np.nan_to_num(rec["publish_late_s"], nan=0.0)
+    stall = np.nan_to_num(rec["stall_s"], nan=0.0)
+    return (late <= limit_s) & (stall <= limit_s)
+
+
+def scheduled_gaps_s(config: HarnessConfig) -> np.ndarray:
+    """The feed's schedule: gap after each message (seeded, the same in every run)."""
+    n = config.n_messages
+    if config.feed == "poisson":
+        return np.random.default_rng(config.seed).exponential(config.interval_ms / 1e3, n)
+    return np.full(n, config.interval_ms / 1e3)
 
 
 def write_csv(rec: np.ndarray, path: str | Path) -> None:

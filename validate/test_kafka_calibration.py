@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 from calibrate_kafka import CONFIGS, FIT_CONFIG, compare, fit_runs, measure, table
 from kafka_harness import HarnessConfig, HarnessError, run
@@ -42,6 +43,14 @@ def test_measurements_are_written(calibration):
 
     assert sorted(p.stem for p in out.glob("*.csv")) == sorted(
         f"{name}.run{k}" for name in CONFIGS for k in range(REPEATS))
+
+
+def test_runs_are_judged_on_most_of_their_messages(calibration):
+    from calibrate_kafka import KEPT
+
+    # messages the host stalled are left out on both sides; a run missing half of them
+    # would be judged on too little
+    assert all(share < 0.5 for shares in KEPT.values() for share in shares), KEPT
 
 
 @pytest.mark.parametrize("name,metric", [(n, m) for n in CONFIGS for m in ("p50", "p99")])
@@ -80,3 +89,24 @@ def test_broker_killed_mid_run_keeps_measurements(kafka_libs, tmp_path):
     finally:
         killer.cancel()
         stop(info["pid"], info["data_dir"])
+
+
+@pytest.mark.parametrize("late,stall,kept", [(0.001, 0.004, True), (0.012, 0.0, False),
+                                             (0.0, 0.011, False), (np.nan, np.nan, True)])
+def test_a_message_stalled_by_the_host_is_left_out(late, stall, kept):
+    from kafka_harness import COLUMNS, undisturbed
+
+    rec = np.zeros(1, dtype=[(c, "f8") for c in COLUMNS])
+    rec["publish_late_s"], rec["stall_s"] = late, stall
+    assert undisturbed(rec, 0.010)[0] == kept
+
+
+def test_stalls_are_charged_to_the_messages_in_flight():
+    from kafka_harness import COLUMNS, _stalls_per_message
+
+    rec = np.zeros(3, dtype=[(c, "f8") for c in COLUMNS])
+    rec["publish_s"] = [0.0, 0.10, 0.20]
+    rec["consume_s"] = [0.05, 0.15, np.nan]          # the last one never consumed
+    # a 20 ms stall ending at 0.11 (overlaps message 1), a 30 ms one ending at 0.5 (message 2)
+    out = _stalls_per_message(rec, [(0.11, 0.020), (0.5, 0.030)])
+    assert out.tolist() == [0.0, 0.020, 0.030]
