@@ -75,12 +75,17 @@ REPEATS = 3
 # there and is left out too. Stalls up to STALL_S are kept: they include waits for the GIL
 # (5 ms switch interval) while the real-code outer batcher flushes, part of what is measured.
 STALL_S = 0.010
-# A run with more than NOISY_SHARE of its messages left out is measured again, after a pause
-# so that a noisy period can pass, up to MAX_ATTEMPTS runs per configuration; the REPEATS
-# least stalled runs are kept, and every discard is reported.
+# Steal. The hypervisor also takes CPU from the broker, which the harness's stalls do not
+# show: measured here, linger10-p8-sparse p99 14.5-17.6 ms in quiet runs (predicted 15-17)
+# and 20-24 ms in runs where 7-33 % of the VM's CPU time was stolen (/proc/stat).
+# A run with more than NOISY_SHARE of its messages left out, or more than STEAL_MAX of its CPU
+# time stolen, is noisy: it is measured again, after a pause so that a noisy period can pass,
+# up to MAX_ATTEMPTS runs per configuration; the REPEATS least noisy runs are kept, and every
+# discard is reported.
 NOISY_SHARE = 0.10
+STEAL_MAX = 0.05
 MAX_ATTEMPTS = 8
-NOISY_PAUSE_S = 2.0
+NOISY_PAUSE_S = 3.0
 # A fresh broker JVM stalls acks by 100-300 ms while its produce path is cold (measured: the
 # first configuration on a new broker had p99 241 ms against 10-24 ms once warm). This
 # discarded load runs before any measured configuration (cf. KIP-1052's warm-up option).
@@ -109,6 +114,16 @@ def kept(rec: np.ndarray) -> np.ndarray:
 
 def stalled_share(rec: np.ndarray) -> float:
     return float(1.0 - kept(rec).mean())
+
+
+def steal_share(rec: np.ndarray) -> float:
+    v = rec["steal_share"][np.isfinite(rec["steal_share"])]
+    return float(v[0]) if v.size else 0.0
+
+
+def noise(rec: np.ndarray) -> float:
+    """Above 1: a noisy run (see NOISY_SHARE and STEAL_MAX)."""
+    return max(stalled_share(rec) / NOISY_SHARE, steal_share(rec) / STEAL_MAX)
 
 
 def run_percentile(runs: list[np.ndarray], p: float) -> float:
@@ -194,13 +209,13 @@ def within(predicted: float, measured: float) -> bool:
     return abs(predicted - measured) <= allowed
 
 
-DISCARDED: dict[str, list[float]] = {}
-KEPT: dict[str, list[float]] = {}
+DISCARDED: dict[str, list[tuple[float, float]]] = {}
+KEPT: dict[str, list[tuple[float, float]]] = {}
 
 
 def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, list]:
     """Every configuration until ``repeats`` quiet runs (at most MAX_ATTEMPTS), serially; one
-    CSV per kept run; the stalled shares of discarded and kept runs go to DISCARDED, KEPT."""
+    CSV per kept run; (stalled, stolen) shares of discarded and kept runs go to DISCARDED, KEPT."""
     from kafka_harness import write_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -213,13 +228,13 @@ def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, 
         while len(attempts) < MAX_ATTEMPTS:
             rec = run(bootstrap, cfg)
             attempts.append(rec)
-            if sum(stalled_share(r) <= NOISY_SHARE for r in attempts) == repeats:
+            if sum(noise(r) <= 1 for r in attempts) == repeats:
                 break
-            if stalled_share(rec) > NOISY_SHARE:
+            if noise(rec) > 1:
                 time.sleep(NOISY_PAUSE_S)
-        attempts.sort(key=stalled_share)             # stable: quiet runs first, in order
-        DISCARDED[name] = [stalled_share(rec) for rec in attempts[repeats:]]
-        KEPT[name] = [stalled_share(rec) for rec in attempts[:repeats]]
+        attempts.sort(key=noise)                     # stable: quiet runs first, in order
+        DISCARDED[name] = [(stalled_share(r), steal_share(r)) for r in attempts[repeats:]]
+        KEPT[name] = [(stalled_share(r), steal_share(r)) for r in attempts[:repeats]]
         for k, rec in enumerate(attempts[:repeats]):
             write_csv(rec, out_dir / f"{name}.run{k}.csv")
             results[name].append(rec)
@@ -250,11 +265,11 @@ def compare(results: dict[str, list], fitted: list[Fitted]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    def shares(xs):
-        return ", ".join(f"{x:.0%}" for x in xs)
+    def shares(runs):
+        return ", ".join(f"{a:.0%}/{b:.0%}" for a, b in runs)
 
-    notes = [f"{name}: messages stalled > {STALL_S * 1e3:g} ms (left out) in kept runs "
-             f"{shares(KEPT[name])}" + (f"; runs discarded as noisy: {shares(d)}" if d else "")
+    notes = [f"{name}: messages stalled > {STALL_S * 1e3:g} ms (left out) / CPU stolen, kept "
+             f"runs {shares(KEPT[name])}" + (f"; discarded as noisy: {shares(d)}" if d else "")
              for name, d in DISCARDED.items()]
     lines = notes + ["| config | metric | measured ms | predicted ms | error | within |",
              "|---|---|---:|---:|---:|---|"]

@@ -11,8 +11,10 @@ time minus its publish time (``time.perf_counter``, one process).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
 ``ack_s`` (delivery report), ``consume_s``, ``latency_s``, ``publish_late_s`` (how late the
-feed thread published the message against its schedule) and ``stall_s`` (the longest stall of
-the 1 ms delivery-report poller while the message was in flight). Times are seconds from the
+feed thread published the message against its schedule), ``stall_s`` (the longest stall of
+the 1 ms delivery-report poller while the message was in flight) and ``steal_share`` (the
+run's: CPU time the hypervisor took from the VM, /proc/stat ``steal``, over the run's CPU
+time; it also slows the broker, which the harness's own stalls do not show). Times are seconds from the
 run's start. A large lateness or stall means the harness process itself was paused (the
 shared VM descheduled it), which delays its consumer and delivery-report threads too: such a
 run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import os
 import queue
 import socket
 import threading
@@ -45,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
-           "publish_late_s", "stall_s")
+           "publish_late_s", "stall_s", "steal_share")
 STALL_MIN_S = 0.002
 
 
@@ -131,6 +134,7 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
     rec = np.full(n, np.nan, dtype=[(c, "f8") for c in COLUMNS])
     rec["msg"] = np.arange(n)
     t0 = time.perf_counter()
+    steal0 = _steal_s()
     now = lambda: time.perf_counter() - t0  # noqa: E731
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
                          "enable.auto.commit": False, "fetch.wait.max.ms": 100})
@@ -235,6 +239,10 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
         poller.join(timeout=5)
         rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
         rec["stall_s"] = _stalls_per_message(rec, stalls)
+        steal = _steal_s()
+        if steal is not None and steal0 is not None:
+            rec["steal_share"] = (steal - steal0) / ((os.cpu_count() or 1)
+                                                     * max(time.perf_counter() - t0, 1e-9))
         if out_csv is not None:
             write_csv(rec, out_csv)
         consumer.close()
@@ -252,6 +260,17 @@ def _stalls_per_message(rec: np.ndarray, stalls: list[tuple[float, float]]) -> n
         hit = (rec["publish_s"] <= t) & (end >= t - gap)
         out[hit] = np.maximum(out[hit], gap)
     return out
+
+
+def _steal_s() -> float | None:
+    """CPU time the hypervisor took from this VM so far (/proc/stat ``steal``, all CPUs), or
+    None where the kernel does not report it."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def undisturbed(rec: np.ndarray, limit_s: float) -> np.ndarray:
