@@ -41,6 +41,11 @@ def run_cli(tmp_path, text, *extra, capsys):
     (GOOD.replace('kind = "block"', 'kind = "blocky"'), "kind", "'blocky'"),
     (GOOD + '\n[service]\nnoise = "gaussian"\n', "noise", "'gaussian'"),
     (GOOD + "\n[[cases]]\nname = \"a\"\nbatcher = { drain = 1 }\n", "drain", "1"),
+    # the client statistics (table R3): unknown variant, negative costs, zero cores
+    (GOOD + '\n[service]\nstats_variant = "sometimes"\n', "stats_variant", "'sometimes'"),
+    (GOOD + "\n[service]\nstats_write_ns = -1\n", "stats_write_ns", "-1"),
+    (GOOD + "\n[service]\napp_ns_per_record = -5\n", "app_ns_per_record", "-5"),
+    (GOOD + "\n[service]\nclient_cores = 0\n", "client_cores", "0"),
 ])
 def test_scenario_errors_name_file_key_and_value(tmp_path, capsys, text, key, value):
     code, err, path = run_cli(tmp_path, text, capsys=capsys)
