@@ -62,6 +62,8 @@ class KafkaWorkload:
 
     def __post_init__(self) -> None:
         owner = "KafkaWorkload"
+        check_int(owner, "n_messages", self.n_messages, minimum=1)
+        check_choice(owner, "feed", self.feed, FEEDS)
         if self.feed != "trace" and len(self.gaps_ms):
             raise fail(owner, "gaps_ms", "unset unless feed = 'trace'", f"{len(self.gaps_ms)} gaps")
         if self.feed == "trace" and len(self.gaps_ms) < self.n_messages - 1:
@@ -69,8 +71,6 @@ class KafkaWorkload:
                        "(feed = 'trace')", f"{len(self.gaps_ms)} gaps")
         for g in self.gaps_ms:
             check_number(owner, "gaps_ms", g)
-        check_int(owner, "n_messages", self.n_messages, minimum=1)
-        check_choice(owner, "feed", self.feed, FEEDS)
         check_number(owner, "interval_ms", self.interval_ms)
         check_int(owner, "burst_size", self.burst_size, minimum=1)
         check_int(owner, "senders", self.senders, minimum=1)
