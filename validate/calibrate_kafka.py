@@ -2,8 +2,9 @@
 
 ``python validate/calibrate_kafka.py [--out-dir DIR] [--model FILE] [--from-csv]``
 starts a broker (validate/kafka_broker.py), warms it up with a discarded load, measures every
-configuration in :data:`CONFIGS` ``REPEATS`` times, serially (nothing else runs beside them),
-writes one CSV per run, fits the model's broker and consumer parameters, writes the
+configuration in :data:`CONFIGS` until it has ``REPEATS`` quiet runs, serially (nothing else
+runs beside them; noisy runs of the shared VM are re-measured, see ``STEAL_MAX``), writes one
+CSV per kept run, fits the model's broker and consumer parameters, writes the
 ``models/`` file with provenance, and prints measured beside predicted p50 / p99.
 
 What is fitted, and on what: only the ``linger0-p1-sparse`` configuration (no linger, no
