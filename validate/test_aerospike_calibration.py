@@ -33,9 +33,9 @@ def test_calibration_against_the_named_server():
     df = measure(server, QUICK["sizes"], QUICK["concurrencies"], samples=QUICK["samples"],
                  get_samples=QUICK["get_samples"], n_records=QUICK["n_records"])
     assert len(df) == (len(QUICK["sizes"]) * QUICK["samples"] + QUICK["get_samples"]) * 2
-    _, table, _ = calibrate(df, calls=300)
+    _, table, quality = calibrate(df, calls=300)
     print("\n" + table_md(table))
-    assert all(verdicts(table).values()), verdicts(table)
+    assert all(verdicts(quality).values()), verdicts(quality)
 
 
 def _free_port() -> int:
