@@ -32,6 +32,7 @@ cache and TLB misses). Hash counts per slice are drawn multinomially (uniform bu
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,6 +146,8 @@ class _Insert:
         self.xfer = cpu.line_transfer_ns(c)
         self.runq_hold = cpu.runq_lock_lines * self.xfer
         self.runq_free_at = 0.0
+        self.runq_ends: deque[float] = deque()     # ends of the holds taken or queued
+        self.asleep_ns = 0.0                        # threads asleep at the run-queue lock
         self.reads = FifoPool(self.env, wl.concurrent_reads)
 
     def run(self) -> tuple[float, int, float]:
@@ -162,7 +165,7 @@ class _Insert:
             for box in self.inboxes:
                 box.put(None)
             env.run(until=env.all_of(workers))
-        return env.now * 1e-9, self.inserted, self.cores.busy_ns
+        return env.now * 1e-9, self.inserted, max(0.0, self.cores.busy_ns - self.asleep_ns)
 
     # --------------------------------------------------------------- old design
     def _old_subtree(self, s: int):
@@ -187,11 +190,20 @@ class _Insert:
         env = self.env
         yield self.cores.request()
         # The global run-queue lock is a FIFO serial section waited for with the core held, so
-        # it is reserved by time arithmetic (exact) rather than with events. Then schedule,
-        # run, exit, and the WaitGroup Done on the subtree's shared line.
+        # it is reserved by time arithmetic (exact) rather than with events; its hold is slowed
+        # by the threads at it (this one and those queued: CPUConfig.runtime_lock_factor).
+        # Then schedule, run, exit, and the WaitGroup Done on the subtree's shared line.
+        ends = self.runq_ends
+        while ends and ends[0] <= env.now:
+            ends.popleft()
+        hold = self.runq_hold * self.cpu.runtime_lock_factor(len(ends) + 1)
         start = max(env.now, self.runq_free_at)
-        self.runq_free_at = start + self.runq_hold
-        yield env.timeout(start - env.now + self.runq_hold + self.cpu.goroutine_ns + self.xfer)
+        self.runq_free_at = start + hold
+        ends.append(self.runq_free_at)
+        # A thread waiting for a runtime mutex spins briefly and then sleeps in the kernel; its
+        # P stays blocked but its core is idle. Counted busy: one spinner while a queue stands.
+        self.asleep_ns += max(0.0, start - env.now - hold)
+        yield env.timeout(start - env.now + hold + self.cpu.goroutine_ns + self.xfer)
         lock = self.locks[bucket]
         if lock.free:
             lock.request()

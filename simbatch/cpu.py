@@ -17,6 +17,17 @@ Modelled (mechanisms.md sections 4 and 5):
   machine (the share of far cores). Queueing of cores on one line (a contended lock, a shared
   reader count) is modelled where the line is: a FIFO lock in the simulation, an M/D/1 queue
   in the aggregated probe phase.
+* The run-queue lock is a Go **runtime-internal** mutex (``sched.lock``), and those congest:
+  threads waiting for it keep touching its cache line, which slows every handoff, so more
+  threads wait (golang/go#68399, rhysh: "a pretty bad form of congestion collapse").
+  :meth:`CPUConfig.runtime_lock_factor` gives the handoff's slowdown with ``n`` threads at the
+  lock, from the microbenchmark in golang/go#68578 (rhysh, a 20-thread machine): with the
+  ``lock_futex`` mutex (Go <= 1.23) throughput falls with every contending thread, to 1/4 of
+  the uncontended rate at 8 threads and a further 3x at 20 (``runtime_lock_per_thread`` =
+  0.5: n / 2); the ``spinbit`` mutex of Go >= 1.24 (one spinning thread, the others asleep)
+  "degrades quickly at first" and then "holds steady at 1/4 of the zero-contention speed"
+  (``runtime_lock_max_factor`` = 4; 0 means no cap, the futex mutex). These two numbers come
+  from that published measurement, not from any table simbatch reproduces.
 
 Simplifications: one run queue (no per-P queues or work stealing); no NUMA memory placement;
 spinning before parking is not modelled (a blocked goroutine parks at once).
@@ -53,14 +64,32 @@ class CPUConfig:
     runq_lock_lines: float = 1.0
     park_wake_ns: float = 1500.0
     chan_op_ns: float = 100.0
+    runtime_lock_per_thread: float = 0.5
+    runtime_lock_max_factor: float = 4.0
 
     def __post_init__(self) -> None:
         owner = "CPUConfig"
         check_int(owner, "cores", self.cores, minimum=1)
         check_int(owner, "domain_cores", self.domain_cores, minimum=1)
         for name in ("line_near_ns", "line_far_ns", "spawn_ns", "goroutine_ns", "runq_lock_lines",
-                     "park_wake_ns", "chan_op_ns"):
+                     "park_wake_ns", "chan_op_ns", "runtime_lock_per_thread",
+                     "runtime_lock_max_factor"):
             check_number(owner, name, getattr(self, name))
+
+    def runtime_lock_factor(self, threads: int) -> float:
+        """Slowdown of a runtime-internal mutex's handoff with ``threads`` at it (the holder
+        included); 1 when it is uncontended (see the module docstring).
+
+        >>> cpu = CPUConfig()
+        >>> [cpu.runtime_lock_factor(n) for n in (1, 2, 8, 20)]
+        [1.0, 1.0, 4.0, 4.0]
+        >>> CPUConfig(runtime_lock_max_factor=0).runtime_lock_factor(20)
+        10.0
+        """
+        factor = max(1.0, self.runtime_lock_per_thread * threads)
+        if self.runtime_lock_max_factor > 0:
+            factor = min(factor, self.runtime_lock_max_factor)
+        return factor
 
     def line_transfer_ns(self, sharers: int) -> float:
         """Expected cost of touching a line that ``sharers`` cores write at random."""

@@ -31,3 +31,42 @@ def test_every_insert_and_probe_done_exactly_once(r4):
     assert r4["insert 16M old"]["inserted"] == 16_000_000
     assert r4["insert 40M new"]["inserted"] == 40_000_000
     assert r4["exists 16M rlock"]["probed"] == 16_000_000
+
+
+@pytest.fixture(scope="module")
+def scaling():
+    """r4-scaling.toml's cases (costs calibrated at 16 cores), insert phase, keyed by name."""
+    scenario = load_scenario(ROOT / "scenarios/r4-scaling.toml", ["map.phases=insert"])
+    return {c.name: c for c in scenario.cases}
+
+
+def _insert(case, **cpu):
+    import dataclasses
+
+    from simbatch.bucketmap import simulate_map
+
+    return simulate_map(dataclasses.replace(case.cpu, **cpu), case.costs, case.map)
+
+
+def test_old_design_collapses_on_many_cores_where_16_do_not_show_it(scaling):
+    # R4's closing remark: the win at 192 cores is much larger than at 16, because the old
+    # design collapses there. Nothing below is fitted to it: the 16-core costs, plus the Go
+    # runtime mutex's published congestion (golang/go#68578) on the scheduler's lock.
+    old16, old192 = _insert(scaling["old cores=16"]), _insert(scaling["old cores=192"])
+    new16, new192 = _insert(scaling["new cores=16"]), _insert(scaling["new cores=192"])
+    assert old192.insert_ops_per_s < old16.insert_ops_per_s        # 12x the cores, less done
+    win16 = new16.insert_ops_per_s / old16.insert_ops_per_s
+    win192 = new192.insert_ops_per_s / old192.insert_ops_per_s
+    assert win192 > 5 * win16, (win16, win192)
+    # most of the 192 cores sit idle: their threads sleep at the scheduler's lock
+    assert old192.insert_cores_busy < 0.25 * 192
+    assert new192.insert_cores_busy > 0.9 * 192
+
+
+def test_the_pre_1_24_runtime_mutex_collapses_further(scaling):
+    # lock_futex (Go <= 1.23) has no cap on the congestion: every waiting thread slows the
+    # handoff, so 192 cores do worse still than with the spin-bit mutex
+    spinbit = _insert(scaling["old cores=192"])
+    futex = _insert(scaling["old cores=192"], runtime_lock_max_factor=0.0)
+    assert futex.insert_ops_per_s < 0.5 * spinbit.insert_ops_per_s
+    assert futex.inserted == spinbit.inserted == 16_000_000
