@@ -114,3 +114,40 @@ def test_stalls_are_charged_to_the_messages_in_flight():
     # a 20 ms stall ending at 0.11 (overlaps message 1), a 30 ms one ending at 0.5 (message 2)
     out = _stalls_per_message(rec, [(0.11, 0.020), (0.5, 0.030)])
     assert out.tolist() == [0.0, 0.020, 0.030]
+
+
+def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_again(
+        tmp_path, monkeypatch):
+    # measure() with the harness replaced by a script of quiet and noisy runs (no broker):
+    # each kept run must come with the fit run measured just before it, and a pair with a
+    # noisy run in it must be measured again, not kept
+    import calibrate_kafka as ck
+    from kafka_harness import COLUMNS
+
+    calls: list[str] = []
+    noisy_calls = {3, 4}          # the 2nd pair: its fit run and its configuration run
+
+    def fake_run(bootstrap, cfg, out_csv=None):
+        name = next((n for n, c in ck.CONFIGS.items() if c == cfg), "warmup")
+        calls.append(name)
+        rec = np.zeros(5, dtype=[(c, "f8") for c in COLUMNS])
+        rec["msg"] = len(calls) - 1                     # which call measured it
+        rec["latency_s"] = 0.001
+        rec["steal_share"] = 0.5 if len(calls) - 1 in noisy_calls else 0.0
+        return rec
+
+    monkeypatch.setattr(ck, "run", fake_run)
+    monkeypatch.setattr(ck, "NOISY_PAUSE_S", 0.0)
+    results = ck.measure("unused:0", tmp_path, repeats=2)
+    assert calls[0] == "warmup"
+    first = next(n for n in ck.CONFIGS if n != ck.FIT_CONFIG)
+    for name, m in results.items():
+        assert len(m.runs) == len(m.fit_runs) == 2
+        for run_, fit_run in zip(m.runs, m.fit_runs, strict=True):
+            assert ck.noise(run_) <= 1 and ck.noise(fit_run) <= 1
+            if name != ck.FIT_CONFIG:
+                i = int(run_["msg"][0])
+                assert calls[i] == name and int(fit_run["msg"][0]) == i - 1
+    assert calls[1:7] == [ck.FIT_CONFIG, first] * 3          # the noisy pair measured again
+    assert ck.DISCARDED[first] == [(0.0, 0.5)]
+    assert (tmp_path / f"{first}.run1.fit.csv").exists()
