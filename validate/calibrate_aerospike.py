@@ -25,7 +25,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from aerospike_harness import HarnessError, Server, measure, server_from_env
+from aerospike_harness import HarnessError, Server, measure, server_from_env  # noqa: E402
 
 GRID = {"sizes": [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000], "concurrencies": [1, 2, 4, 8],
         "samples": 2000, "get_samples": 3000, "n_records": 200_000}

@@ -14,10 +14,11 @@ Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the 
 feed thread published the message against its schedule), ``stall_s`` (the longest stall of
 the 1 ms delivery-report poller while the message was in flight) and ``steal_share`` (the
 run's: CPU time the hypervisor took from the VM, /proc/stat ``steal``, over the run's CPU
-time; it also slows the broker, which the harness's own stalls do not show). Times are seconds from the
-run's start. A large lateness or stall means the harness process itself was paused (the
-shared VM descheduled it), which delays its consumer and delivery-report threads too: such a
-run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
+time; it also slows the broker, which the harness's own stalls do not show). Times are
+seconds from the run's start. A large lateness or stall means the harness process itself
+was paused (the shared VM descheduled it), which delays its consumer and delivery-report
+threads too: such a run's stalled messages measure the VM, not Kafka (see
+:func:`undisturbed`).
 
 Python's garbage collector is kept out of the timed section (``gc.freeze()`` of everything
 alive, collection disabled while measuring, restored after): a full collection stops every
