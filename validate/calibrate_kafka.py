@@ -14,8 +14,8 @@ from the fit run measured just before it, see :func:`measure`; messages the host
 left out, see ``STALL_S``), where a message's time is the broker append plus the
 consumer fetch and nothing else:
 
-* ``append_ms`` = median of (ack - handed to the client), ``append_ratios`` = its 100
-  half-percentile points / median (the measured spread);
+* ``append_ms`` = median of (ack - handed to the client), ``append_ratios`` = every
+  measured value / median (the measured spread, each value with its own weight);
 * ``fetch_ms`` = median of (consume - ack), ``fetch_ratios`` likewise. A message consumed
   before its delivery report ran (thread scheduling) counts as 10 us: a floor for the
   ratio, since a fetch cannot take no time.
@@ -145,10 +145,12 @@ def run_percentile(runs: list[np.ndarray], p: float) -> float:
 
 
 def _spread(values: np.ndarray) -> tuple[float, tuple[float, ...]]:
+    """(median ms, every measured value / median, sorted): the empirical distribution, each
+    value with its own weight. Not a 100-point quantile grid, which gives a run's largest
+    value 1 % of the mass where it had 1/200: right at the p99 the runs are judged on."""
     values = np.maximum(values[np.isfinite(values)], RATIO_FLOOR_S)
     median = float(np.median(values))
-    q = (np.arange(100) + 0.5) / 100
-    return median * 1e3, tuple(round(float(x), 4) for x in np.quantile(values, q) / median)
+    return median * 1e3, tuple(round(float(x), 4) for x in np.sort(values) / median)
 
 
 def fit_runs(runs: list[np.ndarray]) -> list[Fitted]:
@@ -191,10 +193,18 @@ def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
 
 
 def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], masks: list[np.ndarray],
-            per_run: int = 3) -> dict:
+            per_run: int = 9) -> dict:
     """The measurement procedure in the model: simulated run k follows the harness's feed
-    schedule and draws its noise from fit run k (pooled over ``per_run`` replications); each
-    figure is the median over runs. Following the very schedule matters where one run holds
+    schedule and draws its noise from fit run k; its figure is the median over ``per_run``
+    simulated runs of their own percentiles, and each figure is the median over k.
+
+    The same statistic on both sides: measured is the median over runs of one run's p99 (the
+    3rd largest of 200 messages), and a rare delay at about 1 % of messages (a 13-20 ms fetch,
+    one or two in a run) puts that p99 on a cliff, either ~2 ms or ~13 ms. Pooling the
+    simulated runs instead (the p99 of 600 values) lands on the cliff far more often than a
+    median does: a CI run's fit row predicted 8.2 ms against 1.7 measured that way.
+
+    Following the very schedule matters where one run holds
     few flushes: the dense feed through a 10 ms debounce flushes only on a gap above 10 ms
     (e^-5 of gaps at 500 msg/s), two or three times per 300-message run, so its percentiles
     follow the particular draw of gaps more than the model (outer10-linger10-p8-dense p50:
@@ -207,10 +217,10 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], masks: list[np.
     figures: dict[str, list[float]] = {"p50": [], "p99": []}
     for k, (f, mask) in enumerate(zip(fitted, masks, strict=True)):
         case = model_case(name, cfg, f)
-        lat = np.concatenate([simulate_kafka(case, 1, replication=k * per_run + r).latency_s[mask]
-                              for r in range(per_run)])
-        figures["p50"].append(percentile(lat, 0.5))
-        figures["p99"].append(percentile(lat, 0.99))
+        runs = [simulate_kafka(case, 1, replication=k * per_run + r).latency_s[mask]
+                for r in range(per_run)]
+        figures["p50"].append(float(np.median([percentile(lat, 0.5) for lat in runs])))
+        figures["p99"].append(float(np.median([percentile(lat, 0.99) for lat in runs])))
     return {q: float(np.median(v)) for q, v in figures.items()}
 
 
