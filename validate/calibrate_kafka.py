@@ -324,6 +324,12 @@ def read_measurements(out_dir: Path) -> dict[str, Measured]:
     for name in CONFIGS:
         runs = sorted(out_dir.glob(f"{name}.run[0-9].csv"))
         fits = [p.with_name(p.stem + ".fit.csv") for p in runs]
+        missing = [str(f) for f in ([] if name == FIT_CONFIG else fits) if not f.exists()]
+        if not runs or missing:
+            why = (f" paired with a fit run ({missing[0]} is missing: measured before runs "
+                   "were paired?)" if missing else "")
+            raise SystemExit(f"{out_dir}: no measurements of {name}{why}; measure again "
+                             "without --from-csv")
         results[name] = Measured([read_csv(p) for p in runs],
                                  [read_csv(p if name == FIT_CONFIG else f)
                                   for p, f in zip(runs, fits, strict=True)])
