@@ -423,8 +423,14 @@ def main() -> None:
         with KafkaBroker() as broker:
             results = measure(broker.bootstrap, Path(args.out_dir))
     rows = compare(results)
-    Path(args.model).write_text(model_toml(fit(results[FIT_CONFIG].runs), provenance(KAFKA_VERSION),
-                                           rows))
+    prov = provenance(KAFKA_VERSION)
+    if args.from_csv:          # the measurements are older than this fit: say when they were taken
+        newest = max(p.stat().st_mtime for p in Path(args.out_dir).glob("*.csv"))
+        prov["fitted_on"] = prov["measured_on"]
+        prov["measured_on"] = dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC")
+        prov["command"] += f" --from-csv --out-dir {args.out_dir}"
+    Path(args.model).write_text(model_toml(fit(results[FIT_CONFIG].runs), prov, rows))
     print(table(rows))
     print(f"wrote {args.model}; measurements in {args.out_dir}")
 
