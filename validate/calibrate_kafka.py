@@ -67,10 +67,10 @@ CONFIGS: dict[str, HarnessConfig] = {
 }
 RATIO_FLOOR_S = 1e-5
 # Each configuration is measured in REPEATS serial runs and judged by the median of the
-# per-run percentiles (the p99 of one 200-message run is its 2nd-largest value). The prediction
-# follows the same procedure: the model's run k draws its noise from the fit run paired with
-# measured run k and follows the
-# harness's feed schedule, and the median is taken over runs.
+# per-run percentiles (the p99 of one 200-message run is its 3rd-largest value). The
+# prediction follows the same procedure: the model's run k draws its noise from the fit run
+# paired with measured run k and follows the harness's feed schedule, and the median is
+# taken over runs (see :func:`predict`).
 REPEATS = 3
 # Host stalls. The shared 2-vCPU VM deschedules the harness process now and then (steal time;
 # measured here: 10-75 ms, on up to half of a run's messages in a noisy minute), freezing its
