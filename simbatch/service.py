@@ -16,10 +16,14 @@ Service time of a batch of n records (or n unique keys)::
 After the call returns, the client parses the batch on its own cores (``client_cores``, a FIFO
 pool; ``None`` = unlimited): ``client_parse_ns_per_record`` per record, plus the per-record
 statistics of :mod:`simbatch.clientstats` (``stats_*``), whose lock contention depends on how
-many parses run at that moment, plus ``app_ns_per_record``: the service's own CPU per record
-on the same cores (what a CPU profile shows beside the client: validation, serialisation).
-So statistics overhead and core count show up in block time and latency, and the share of
-the process CPU spent in statistics is what a profile would show (table R3).
+many parses update the same counter map at that moment and whose lock is a server the parses
+share (a parse waits for it while it is busy), plus ``app_ns_per_record``: the service's own
+CPU per record on the same cores (what a CPU profile shows beside the client: validation,
+serialisation). So statistics overhead, lock capacity and core count show up in block time
+and latency, and the share of the process CPU spent in statistics is what a profile would
+show (table R3). A parse waiting for the statistics lock keeps its core in the model (Go
+would park the goroutine and run another on the core); with at least as many client cores
+as parses, as in R3, that changes nothing.
 
 ``noise`` is a multiplicative factor with median 1: constant 1, log-normal with shape
 ``sigma``, or resampled from measured ratios latency / cell median (``empirical``), so a
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from .clientstats import VARIANTS, StatsConfig
+from .clientstats import VARIANTS, StatsConfig, StatsLocks
 from .cpu import CPUConfig, FifoPool
 from .errors import check_bool, check_choice, check_int, check_number, check_optional_int, fail
 
@@ -81,6 +85,10 @@ class ServiceConfig:
     stats_variant, stats_read_ns, stats_write_ns, stats_lock_lines, stats_local_ns,
     stats_sample_every, stats_shards
         The per-record statistics (see :class:`simbatch.clientstats.StatsConfig`).
+    stats_command_types : int
+        Counter maps the batches spread over, one per (namespace, command type): batch ``i``
+        updates map ``i % stats_command_types`` (2 for a workload of batch reads and writes).
+        Each map's lock is a shared server (:class:`simbatch.clientstats.StatsLocks`).
 
     Examples
     --------
@@ -109,6 +117,7 @@ class ServiceConfig:
     stats_local_ns: float = 2.0
     stats_sample_every: int = 100
     stats_shards: int = 16
+    stats_command_types: int = 1
 
     def __post_init__(self) -> None:
         owner = "ServiceConfig"
@@ -128,6 +137,7 @@ class ServiceConfig:
         check_choice(owner, "stats_variant", self.stats_variant, VARIANTS)
         check_int(owner, "stats_sample_every", self.stats_sample_every, minimum=1)
         check_int(owner, "stats_shards", self.stats_shards, minimum=1)
+        check_int(owner, "stats_command_types", self.stats_command_types, minimum=1)
         check_number(owner, "timer_overshoot_us", self.timer_overshoot_us)
         if self.noise == "empirical":
             if len(self.ratios) == 0:
@@ -189,6 +199,7 @@ class BatchService:
         self._client_cpu = CPUConfig(cores=cores, line_near_ns=c.client_line_ns,
                                      domain_cores=cores)
         self._client_cores = FifoPool(env, c.client_cores) if c.client_cores else None
+        self._locks = StatsLocks(env, self._stats, self._client_cpu, c.stats_command_types)
         self._parsing = 0
 
     def close_batch(self, items: list[int], trigger: str, opened_at: float) -> int:
@@ -236,11 +247,12 @@ class BatchService:
                 lambda _ev: self._parse(batch_id, items, done, n))
 
     def _parse(self, batch_id: int, items: list[int], done, n: int) -> None:
+        # the parse loop (its own CPU, then the locked statistics updates), then the
+        # service's own work on the records, all on the core this parse holds
         self._parsing += 1
         parse_ns = n * self.config.client_parse_ns_per_record
         app_ns = n * self.config.app_ns_per_record
-        stats_ns, set_ns = self._stats.cost_ns(n, self._parsing, self._client_cpu)
-        self.recorder.batch_client_cpu(batch_id, parse_ns, stats_ns, set_ns, app_ns)
+        unlocked_ns = self._stats.unlocked_ns(n, self._parsing, self._client_cpu)
 
         def parsed(_ev):
             self._parsing -= 1
@@ -248,7 +260,13 @@ class BatchService:
                 self._client_cores.release()
             self._finish(batch_id, items, done)
 
-        self.env.timeout((app_ns + parse_ns + stats_ns) * 1e-9).callbacks.append(parsed)
+        def counted(stats_ns: float, set_ns: float) -> None:
+            self.recorder.batch_client_cpu(batch_id, parse_ns, stats_ns + unlocked_ns, set_ns,
+                                           app_ns)
+            self.env.timeout(app_ns * 1e-9).callbacks.append(parsed)
+
+        self.env.timeout((parse_ns + unlocked_ns) * 1e-9).callbacks.append(
+            lambda _ev: self._locks.update(batch_id, n, counted))
 
     def _finish(self, batch_id: int, items: list[int], done: simpy.Event | None) -> None:
         self.recorder.batch_done(batch_id, self.env.now)

@@ -44,6 +44,7 @@ def run_cli(tmp_path, text, *extra, capsys):
     # the client statistics (table R3): unknown variant, negative costs, zero cores
     (GOOD + '\n[service]\nstats_variant = "sometimes"\n', "stats_variant", "'sometimes'"),
     (GOOD + "\n[service]\nstats_write_ns = -1\n", "stats_write_ns", "-1"),
+    (GOOD + "\n[service]\nstats_command_types = 0\n", "stats_command_types", "0"),
     (GOOD + "\n[service]\napp_ns_per_record = -5\n", "app_ns_per_record", "-5"),
     (GOOD + "\n[service]\nclient_cores = 0\n", "client_cores", "0"),
 ])

@@ -4,9 +4,12 @@ client's CPU work into the engine's batch service time."""
 from __future__ import annotations
 
 import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simbatch.batcher import BatcherConfig
-from simbatch.clientstats import VARIANTS, StatsConfig
+from simbatch.clientstats import VARIANTS, StatsConfig, StatsLocks
 from simbatch.cpu import CPUConfig
 from simbatch.producers import BlockWorkload
 from simbatch.results import summarize
@@ -41,6 +44,81 @@ def test_the_broken_get_then_set_splits_about_evenly_between_get_and_set():
     stats, sets = StatsConfig(variant="broken").cost_ns(1024, 32, cpu)
     assert stats == pytest.approx(1024 ** 2 * (25 + 45 + 4 * 78 * 31 / 32))
     assert 0.5 < sets / stats < 0.56
+
+
+CPU8 = CPUConfig(cores=8, line_near_ns=80, domain_cores=8)
+
+
+def _drive(stats: StatsConfig, arrivals, command_types: int = 1):
+    """Run ``arrivals`` [(time_s, batch_id, records)] through the counter locks; returns the
+    locks and {batch_id: [(start_s, end_s, cpu_ns, set_ns), ...]}."""
+    env = simpy.Environment()
+    locks = StatsLocks(env, stats, CPU8, command_types)
+    done: dict[int, list] = {}
+
+    def parse(at, batch_id, n):
+        yield env.timeout(at)
+        start = env.now
+        locks.update(batch_id, n, lambda c, s: done.setdefault(batch_id, []).append(
+            (start, env.now, c, s)))
+
+    for at, batch_id, n in arrivals:
+        env.process(parse(at, batch_id, n))
+    env.run()
+    return env, locks, done
+
+
+def test_a_parse_alone_runs_at_its_own_cpu_speed():
+    _env, _locks, done = _drive(StatsConfig(variant="broken"), [(0.0, 0, 100)])
+    (start, end, cpu_ns, set_ns), = done[0]
+    assert cpu_ns == pytest.approx(100 ** 2 * (25 + 45))
+    assert set_ns == pytest.approx(100 ** 2 * 45)
+    assert (end - start) * 1e9 == pytest.approx(cpu_ns)
+
+
+def test_parses_sharing_a_lock_are_bound_by_its_capacity():
+    # two parses: each increment costs its parse 25 + 45 + 4 x 40 ns of CPU, and keeps the
+    # lock busy 45 + 4 x 40 ns; the lock serves both, so each waits for the other's share
+    env, locks, done = _drive(StatsConfig(variant="broken"), [(0.0, 0, 100), (0.0, 1, 100)])
+    for batch_id in (0, 1):
+        (start, end, cpu_ns, _set), = done[batch_id]
+        assert cpu_ns == pytest.approx(100 ** 2 * 230)
+        assert (end - start) * 1e9 == pytest.approx(2 * 100 ** 2 * 205)
+    assert locks.busy_ns[0] == pytest.approx(env.now * 1e9)     # busy all the time
+
+
+def test_separate_counter_maps_and_shards_do_not_share_a_lock():
+    arrivals = [(0.0, 0, 100), (0.0, 1, 100)]
+    _env, _locks, two_maps = _drive(StatsConfig(variant="broken"), arrivals, command_types=2)
+    for batch_id in (0, 1):
+        (start, end, cpu_ns, _set), = two_maps[batch_id]
+        assert (end - start) * 1e9 == pytest.approx(100 ** 2 * 70)
+    _env, _locks, sharded = _drive(StatsConfig(variant="sharded", shards=2), arrivals)
+    for batch_id in (0, 1):
+        (start, end, cpu_ns, _set), = sharded[batch_id]
+        assert (end - start) * 1e9 == pytest.approx(100 * 45)
+
+
+@settings(max_examples=60, deadline=None)
+@given(variant=st.sampled_from(VARIANTS), command_types=st.integers(1, 3),
+       shards=st.integers(1, 4),
+       arrivals=st.lists(st.tuples(st.integers(0, 50).map(lambda us: us * 1e-6),
+                                   st.integers(0, 300)), min_size=1, max_size=12))
+def test_every_update_completes_once_and_no_lock_is_busy_beyond_the_time_passed(
+        variant, command_types, shards, arrivals):
+    stats = StatsConfig(variant=variant, shards=shards)
+    env, locks, done = _drive(stats, [(at, i, n) for i, (at, n) in enumerate(arrivals)],
+                              command_types)
+    assert sorted(done) == list(range(len(arrivals)))
+    alone = stats.per_increment_ns(1, CPU8)[0]
+    for i, (_at, n) in enumerate(arrivals):
+        (start, end, cpu_ns, set_ns), = done[i]
+        k = stats.increments(n)
+        assert cpu_ns >= k * alone * (1 - 1e-9) and 0 <= set_ns <= cpu_ns * (1 + 1e-9)
+        assert (end - start) * 1e9 >= k * alone * (1 - 1e-9)
+    locks_per_map = shards if variant == "sharded" else 1
+    for busy in locks.busy_ns:
+        assert busy <= env.now * 1e9 * locks_per_map * (1 + 1e-9) + 1e-6
 
 
 def _run(variant: str, client_cores: int | None = 8):
