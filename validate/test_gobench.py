@@ -33,7 +33,7 @@ def test_measures_every_primitive_at_every_contention_level(measured):
     m = data["measured"]
     procs = data["provenance"]["gomaxprocs"]
     assert m["contenders"][0] == 1 and m["contenders"][-1] == procs
-    for name in ("atomic_add_ns", "rwmutex_rlock_ns", "mutex_lock_ns"):
+    for name in ("atomic_add_ns", "rwmutex_rlock_ns", "mutex_lock_ns", "stats_increment_ns"):
         assert len(m[name]) == len(m["contenders"]) and min(m[name]) > 0
     assert m["fill_old_tx_per_s"] > 0 and m["fill_new_tx_per_s"] > 0
     assert m["exists_rlock_ns_per_probe"] > 0 and m["exists_frozen_ns_per_probe"] > 0

@@ -294,6 +294,25 @@ func main() {
 			statsRW.Unlock()
 		}
 	})
+	// The same increment by k goroutines at once on one shared map (the broken variant's
+	// N^2 loop in k concurrent batch parses): wall ns per increment over all of them, the
+	// inverse of the lock's throughput (simbatch.clientstats.StatsLocks predicts it).
+	var statsShared []float64
+	for _, k := range ks {
+		var rw sync.RWMutex
+		shared := map[int]int{0: 0, 1: 0}
+		per := ops / k
+		statsShared = append(statsShared, perOp(k, per, func(n int) {
+			for i := 0; i < n; i++ {
+				rw.RLock()
+				v := shared[i&1]
+				rw.RUnlock()
+				rw.Lock()
+				shared[i&1] = v + 1
+				rw.Unlock()
+			}
+		})/float64(k))
+	}
 	goroutine := spawnNs(100_000*scale, procs)
 	nTx, subtrees := 250_000*scale, 16*scale
 	hashes := genHashes(nTx, 1)
@@ -328,6 +347,7 @@ func main() {
 	fmt.Fprintf(&b, "[stats]\nread_ns = %.2f\nwrite_ns = %.2f\n\n", statsGet, statsSet)
 	fmt.Fprintf(&b, "[measured]\ncontenders = %s\natomic_add_ns = %s\nrwmutex_rlock_ns = %s\nmutex_lock_ns = %s\n",
 		ints(ks), floats(atomicNs), floats(rlockNs), floats(mutexNs))
+	fmt.Fprintf(&b, "stats_increment_ns = %s\n", floats(statsShared))
 	fmt.Fprintf(&b, "fill_tx = %d\nfill_subtrees = %d\nfill_old_tx_per_s = %.0f\nfill_new_tx_per_s = %.0f\n",
 		nTx, subtrees, oldRate, newRate)
 	fmt.Fprintf(&b, "exists_rlock_ns_per_probe = %.3f\nexists_frozen_ns_per_probe = %.3f\n", rlockProbe, frozenProbe)
