@@ -27,7 +27,7 @@ HEADLINE = {"batcher": ("block_time_s", "item_latency_p50_s", "item_latency_p99_
 # A batcher scenario with a client CPU stage (statistics, parse, the service's own work)
 # shows where the CPU goes, and each case's throughput against the first case's.
 CLIENT_HEADLINE = ("block_time_s", "throughput_items_per_s", "stats_cpu_share",
-                   "stats_set_cpu_share", "item_latency_p99_s")
+                   "stats_set_cpu_share", "item_stats_lock_wait_mean_s", "item_latency_p99_s")
 
 
 def _fmt(value: float) -> str:

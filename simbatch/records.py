@@ -23,7 +23,8 @@ Batch frame columns
     done - start (server call plus the client's parse); ``client_parse_s``,
     ``client_stats_s`` the client CPU of the parse and of the per-record statistics,
     ``stats_set_s`` the part of the statistics in the map's Set, ``app_s`` the service's own
-    CPU on the batch's records.
+    CPU on the batch's records, ``stats_lock_wait_s`` the time the parse waited for the
+    statistics lock (its statistics phase less the CPU it spent there).
 Every frame also carries ``scenario``, ``case``, ``replication`` and ``seed`` columns.
 """
 
@@ -60,6 +61,7 @@ class Recorder:
         self.batch_stats_ns = array("d")
         self.batch_set_ns = array("d")
         self.batch_app_ns = array("d")
+        self.batch_lock_wait_ns = array("d")
         self.txn_inputs = array("q")
         self.txn_start = array("d")
         self.txn_end = array("d")
@@ -97,6 +99,7 @@ class Recorder:
         self.batch_stats_ns.append(0.0)
         self.batch_set_ns.append(0.0)
         self.batch_app_ns.append(0.0)
+        self.batch_lock_wait_ns.append(0.0)
         item_batch = self.item_batch
         for item in items:
             item_batch[item] = batch_id
@@ -110,11 +113,13 @@ class Recorder:
         self.batch_server_done[batch_id] = now
 
     def batch_client_cpu(self, batch_id: int, parse_ns: float, stats_ns: float,
-                         set_ns: float = 0.0, app_ns: float = 0.0) -> None:
+                         set_ns: float = 0.0, app_ns: float = 0.0,
+                         lock_wait_ns: float = 0.0) -> None:
         self.batch_parse_ns[batch_id] = parse_ns
         self.batch_stats_ns[batch_id] = stats_ns
         self.batch_set_ns[batch_id] = set_ns
         self.batch_app_ns[batch_id] = app_ns
+        self.batch_lock_wait_ns[batch_id] = lock_wait_ns
 
     def batch_done(self, batch_id: int, now: float) -> None:
         self.batch_done_at[batch_id] = now
@@ -153,6 +158,7 @@ class Recorder:
             "client_stats_s": np.frombuffer(self.batch_stats_ns) * 1e-9,
             "stats_set_s": np.frombuffer(self.batch_set_ns) * 1e-9,
             "app_s": np.frombuffer(self.batch_app_ns) * 1e-9,
+            "stats_lock_wait_s": np.frombuffer(self.batch_lock_wait_ns) * 1e-9,
         })
         df["age_s"] = df.t_flush_s - df.t_open_s
         df["service_s"] = df.t_done_s - df.t_start_s

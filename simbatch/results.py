@@ -19,6 +19,9 @@ Metric names carry their unit and are stable across releases (they are the keys 
     share of the modelled process CPU (the service's own work per record, the client's
     parse and its per-record statistics) spent in the statistics, and in the statistics'
     map Set, 0 to 1 (0 without a client stage): what a CPU profile of the service shows.
+``item_stats_lock_wait_mean_s``
+    the part of ``item_service_mean_s`` the item's batch spent waiting for the client
+    statistics' lock (0 without a client stage or when the lock never binds).
 ``throughput_ops_per_s``, ``cores_busy``
     records per second (the same figure as ``throughput_items_per_s``, under the name the
     contention scenarios use) and the mean number of client cores busy with that CPU.
@@ -86,6 +89,9 @@ def run_metrics(run) -> dict[str, float]:
     process = cpu["app"] + cpu["parse"] + cpu["stats"]
     m["stats_cpu_share"] = cpu["stats"] / process if process else 0.0
     m["stats_set_cpu_share"] = cpu["set"] / process if process else 0.0
+    wait = np.frombuffer(rec.batch_lock_wait_ns) * 1e-9
+    m["item_stats_lock_wait_mean_s"] = (float(np.dot(sizes, wait)) / n_items
+                                        if n_items else 0.0)
     m["throughput_ops_per_s"] = m["throughput_items_per_s"]
     m["cores_busy"] = process * 1e-9 / run.end_s if run.end_s else 0.0
     for code, trig in enumerate(TRIGGERS):

@@ -260,13 +260,22 @@ class BatchService:
                 self._client_cores.release()
             self._finish(batch_id, items, done)
 
+        entered = [0.0]
+
         def counted(stats_ns: float, set_ns: float) -> None:
+            phase_ns = (self.env.now - entered[0]) * 1e9
+            wait_ns = phase_ns - stats_ns
+            if wait_ns <= 1e-9 * phase_ns:      # within rounding: no wait
+                wait_ns = 0.0
             self.recorder.batch_client_cpu(batch_id, parse_ns, stats_ns + unlocked_ns, set_ns,
-                                           app_ns)
+                                           app_ns, wait_ns)
             self.env.timeout(app_ns * 1e-9).callbacks.append(parsed)
 
-        self.env.timeout((parse_ns + unlocked_ns) * 1e-9).callbacks.append(
-            lambda _ev: self._locks.update(batch_id, n, counted))
+        def count(_ev) -> None:
+            entered[0] = self.env.now
+            self._locks.update(batch_id, n, counted)
+
+        self.env.timeout((parse_ns + unlocked_ns) * 1e-9).callbacks.append(count)
 
     def _finish(self, batch_id: int, items: list[int], done: simpy.Event | None) -> None:
         self.recorder.batch_done(batch_id, self.env.now)

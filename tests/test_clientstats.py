@@ -14,7 +14,7 @@ from simbatch.cpu import CPUConfig
 from simbatch.producers import BlockWorkload
 from simbatch.results import summarize
 from simbatch.service import ServiceConfig
-from simbatch.simulation import Case, replicate
+from simbatch.simulation import Case, replicate, simulate
 
 
 @pytest.mark.parametrize("variant,expected", [
@@ -151,6 +151,17 @@ def test_every_fix_costs_less_than_the_broken_variant(by_variant):
     for v in VARIANTS:
         if v != "broken":
             assert by_variant[v]["block_time_s"] < by_variant["broken"]["block_time_s"]
+
+
+def test_the_batch_frame_records_the_wait_for_the_statistics_lock():
+    case = Case(workload=BlockWorkload(n_transactions=2048, inputs_per_tx=1, fanout="errgroup",
+                                       cap=2048),
+                batcher=BatcherConfig(size=1024, timeout_ms=5, dispatch="background"),
+                service=ServiceConfig(fixed_us=60, stats_variant="broken", client_cores=2))
+    batches = simulate(case, seed=1).frames()["batches"]
+    # two parses at once share one lock: each waits while the other holds it
+    assert (batches.stats_lock_wait_s > 0).all()
+    assert (batches.stats_lock_wait_s + batches.client_stats_s <= batches.service_s + 1e-12).all()
 
 
 def test_client_cores_show_up_in_block_time():

@@ -64,6 +64,17 @@ def test_sampling_one_in_ten_stays_bound_by_the_lock(r3):
     assert m["sampled 1-in-10"]["block_time_s"] > 1.5 * m["per-record-once"]["block_time_s"]
 
 
+def test_where_the_time_goes_the_broken_items_wait_for_the_lock(r3):
+    m = r3[2]
+    broken = m["broken (N^2)"]
+    # most of the block is the wait for the counter maps' locks, inside the service time
+    assert 0.5 * broken["block_time_s"] < broken["item_stats_lock_wait_mean_s"] \
+        <= broken["item_service_mean_s"]
+    assert m["sampled 1-in-10"]["item_stats_lock_wait_mean_s"] > 0.1
+    for fix in FIXES_UNDER_10:
+        assert m[fix]["item_stats_lock_wait_mean_s"] < 0.01 * broken["item_stats_lock_wait_mean_s"]
+
+
 def test_every_fix_raises_throughput_and_sampling_is_reported(r3):
     m = r3[2]
     broken = m["broken (N^2)"]["throughput_items_per_s"]
