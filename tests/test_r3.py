@@ -59,7 +59,8 @@ def test_the_lock_bound_record_rate_puts_eu2s_sync_rate_at_tens_of_thousands_of_
 
 def test_sampling_one_in_ten_stays_bound_by_the_lock(r3):
     # a tenth of the N^2 loop still asks more of each counter map's lock than the rest of the
-    # parse takes, so sampling buys less than half the gain of counting each record once
+    # parse takes, so its block stays well above counting each record once (2.1x here;
+    # without the lock's capacity the two were within 8 %)
     m = r3[2]
     assert m["sampled 1-in-10"]["block_time_s"] > 1.5 * m["per-record-once"]["block_time_s"]
 
