@@ -135,7 +135,10 @@ class StatsConfig:
 
     def cost_ns(self, n: int, concurrent: int, cpu: CPUConfig) -> tuple[float, float]:
         """(statistics CPU, of which the map Set) of one batch while ``concurrent`` parses
-        (this one included) update the node's counters.
+        (this one included) update the node's counters, all the while.
+
+        The closed form at a fixed number of parses, for back-of-envelope use: the engine
+        runs :class:`StatsLocks`, whose CPU equals this when the number does not change.
 
         >>> cpu = CPUConfig(cores=8, line_near_ns=80)
         >>> StatsConfig(variant="broken").cost_ns(10, 1, cpu)       # 100 x (25 + 45)
@@ -171,9 +174,7 @@ class StatsLocks:
     """
 
     def __init__(self, env, stats: StatsConfig, cpu: CPUConfig, command_types: int = 1) -> None:
-        self.env = env
         self.stats = stats
-        self.cpu = cpu
         self._maps = [_CounterMap(env, stats, cpu) for _ in range(command_types)]
 
     def update(self, batch_id: int, n: int, on_done) -> None:

@@ -260,10 +260,8 @@ class BatchService:
                 self._client_cores.release()
             self._finish(batch_id, items, done)
 
-        entered = [0.0]
-
-        def counted(stats_ns: float, set_ns: float) -> None:
-            phase_ns = (self.env.now - entered[0]) * 1e9
+        def counted(entered: float, stats_ns: float, set_ns: float) -> None:
+            phase_ns = (self.env.now - entered) * 1e9
             wait_ns = phase_ns - stats_ns
             if wait_ns <= 1e-9 * phase_ns:      # within rounding: no wait
                 wait_ns = 0.0
@@ -272,8 +270,8 @@ class BatchService:
             self.env.timeout(app_ns * 1e-9).callbacks.append(parsed)
 
         def count(_ev) -> None:
-            entered[0] = self.env.now
-            self._locks.update(batch_id, n, counted)
+            entered = self.env.now
+            self._locks.update(batch_id, n, lambda c, s: counted(entered, c, s))
 
         self.env.timeout((parse_ns + unlocked_ns) * 1e-9).callbacks.append(count)
 
