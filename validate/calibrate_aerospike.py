@@ -1,6 +1,6 @@
 """Aerospike calibration: measure batch reads on a real server, fit the service model, compare.
 
-``SIMBATCH_AEROSPIKE_HOST=host[:port] python validate/calibrate_aerospike.py [--quick]
+``SIMBATCH_AEROSPIKE_HOST=host[:port] python -m validate.calibrate_aerospike [--quick]
 [--out-dir DIR] [--model FILE]`` loads UTXO-shaped records (if the set does not hold them),
 measures the (size, concurrency) grid with validate/aerospike_harness.py, writes the raw
 samples (CSV), fits the service model (``simbatch.fit.fit_service``: fixed and per-key cost
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from validate.aerospike_harness import HarnessError, Server, measure, server_from_env
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from aerospike_harness import HarnessError, Server, measure, server_from_env  # noqa: E402
 
 GRID = {"sizes": [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000], "concurrencies": [1, 2, 4, 8],
         "samples": 2000, "get_samples": 3000, "n_records": 200_000}
@@ -71,7 +71,7 @@ def provenance(server: Server | None, grid: dict, csv_path: Path) -> dict[str, s
                             if server else "see the CSV's own provenance"),
             "settings": "from the CSV's own cells" if server is None else f"{grid}",
             "samples": str(csv_path),
-            "command": "python validate/calibrate_aerospike.py"}
+            "command": "python -m validate.calibrate_aerospike"}
 
 
 def main(argv: list[str] | None = None) -> int:

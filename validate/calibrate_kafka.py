@@ -1,6 +1,6 @@
 """Kafka calibration: measure configurations on a real broker, fit, predict, compare.
 
-``python validate/calibrate_kafka.py [--out-dir DIR] [--model FILE] [--from-csv]``
+``python -m validate.calibrate_kafka [--out-dir DIR] [--model FILE] [--from-csv]``
 starts a broker (validate/kafka_broker.py), warms it up with a discarded load, measures every
 configuration in :data:`CONFIGS`, each run just after a run of the fitted configuration, until
 it has ``REPEATS`` quiet pairs, serially (nothing else runs beside them; noisy runs of the
@@ -31,16 +31,15 @@ import argparse
 import datetime as dt
 import os
 import platform
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from validate.kafka_harness import HarnessConfig, run, scheduled_gaps_s, undisturbed
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from kafka_harness import HarnessConfig, run, scheduled_gaps_s, undisturbed  # noqa: E402
 
 FIT_CONFIG = "linger0-p1-sparse"
 CONFIGS: dict[str, HarnessConfig] = {
@@ -257,7 +256,7 @@ def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, 
     same neighbours (measured: with the fit kept from the quietest of all its runs, a CI run
     predicted linger10-p1-dense p99 12.5 ms against 18.2 measured minutes later, and here
     outer10-linger10-p32-sparse 23.9 against 32.0)."""
-    from kafka_harness import write_csv
+    from validate.kafka_harness import write_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     run(bootstrap, WARMUP)
@@ -308,7 +307,7 @@ def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, 
 
 
 def read_csv(path: Path) -> np.ndarray:
-    from kafka_harness import COLUMNS
+    from validate.kafka_harness import COLUMNS
 
     data = np.genfromtxt(path, delimiter=",", names=True, dtype=float)
     rec = np.full(data.size, np.nan, dtype=[(c, "f8") for c in COLUMNS])
@@ -389,7 +388,7 @@ def provenance(kafka_version: str) -> dict[str, str]:
             "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu}",
             "measured_on": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "settings": f"fitted on {FIT_CONFIG}: {CONFIGS[FIT_CONFIG]}",
-            "command": "python validate/calibrate_kafka.py"}
+            "command": "python -m validate.calibrate_kafka"}
 
 
 def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
@@ -409,7 +408,7 @@ def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
 
 
 def main() -> None:
-    from kafka_broker import KAFKA_VERSION, KafkaBroker
+    from validate.kafka_broker import KAFKA_VERSION, KafkaBroker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", default=str(HERE / "measurements"))

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from kafka_broker import fetch, start, stop  # noqa: E402
+from validate.kafka_broker import fetch, start, stop
 
 
 @pytest.fixture(scope="session")

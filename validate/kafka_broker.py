@@ -1,14 +1,14 @@
 """Fetch Apache Kafka's jars from Maven Central and run a single-node KRaft broker on loopback.
 
-``python validate/kafka_broker.py fetch``      download org.apache.kafka:kafka_2.13 and its
+``python -m validate.kafka_broker fetch``      download org.apache.kafka:kafka_2.13 and its
                                                runtime dependencies (Maven) into
                                                validate/.kafka/<version>/libs
-``python validate/kafka_broker.py start``      start a broker on a free loopback port with a
+``python -m validate.kafka_broker start``      start a broker on a free loopback port with a
                                                temporary data directory (tmpfs if any);
                                                prints JSON {"pid", "bootstrap",
                                                "data_dir"}; waits until
                                                the port accepts connections
-``python validate/kafka_broker.py stop PID``   stop it by process id and remove its data dir
+``python -m validate.kafka_broker stop PID``   stop it by process id and remove its data dir
 
 In Python: ``with KafkaBroker() as broker: broker.bootstrap`` does start and stop, always
 cleaning up (the broker is killed by its pid, its data directory removed).

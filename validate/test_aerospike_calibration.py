@@ -16,8 +16,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from aerospike_harness import ENV_HOST, HarnessError, Server, measure, parse_server, server_from_env
-from calibrate_aerospike import QUICK, calibrate, main, table_md, verdicts
+
+from validate.aerospike_harness import (
+    ENV_HOST,
+    HarnessError,
+    Server,
+    measure,
+    parse_server,
+    server_from_env,
+)
+from validate.calibrate_aerospike import QUICK, calibrate, main, table_md, verdicts
 
 pytest.importorskip("aerospike")
 RECORDED = (Path(__file__).resolve().parents[2]

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka_broker import start, stop
+
+from validate.kafka_broker import start, stop
 
 pytestmark = pytest.mark.kafka
 confluent_kafka = pytest.importorskip("confluent_kafka")

@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 import pytest
-from calibrate_kafka import CONFIGS, FIT_CONFIG, compare, measure, table
-from kafka_harness import HarnessConfig, HarnessError, run
+
+from validate.calibrate_kafka import CONFIGS, FIT_CONFIG, compare, measure, table
+from validate.kafka_harness import HarnessConfig, HarnessError, run
 
 pytestmark = pytest.mark.kafka
 pytest.importorskip("confluent_kafka")
@@ -40,7 +41,7 @@ def test_covers_the_required_configurations():
 
 def test_measurements_are_written(calibration):
     out, _ = calibration
-    from calibrate_kafka import REPEATS
+    from validate.calibrate_kafka import REPEATS
 
     # each kept run, and for every configuration but the fitted one the fit run paired with it
     assert sorted(p.stem for p in out.glob("*.csv")) == sorted(
@@ -50,7 +51,7 @@ def test_measurements_are_written(calibration):
 
 
 def test_runs_are_judged_on_most_of_their_messages(calibration):
-    from calibrate_kafka import KEPT
+    from validate.calibrate_kafka import KEPT
 
     # messages the host stalled are left out on both sides; a run missing half of them
     # would be judged on too little
@@ -65,7 +66,7 @@ def test_prediction_within_tolerance(calibration, name, metric):
 
 
 def test_no_broker_fails_fast_with_a_clear_message(tmp_path):
-    from kafka_broker import free_port
+    from validate.kafka_broker import free_port
 
     t0 = time.monotonic()
     with pytest.raises(HarnessError, match=r"no Kafka broker reachable at 127\.0\.0\.1:\d+"):
@@ -76,7 +77,7 @@ def test_no_broker_fails_fast_with_a_clear_message(tmp_path):
 def test_broker_killed_mid_run_keeps_measurements(kafka_libs, tmp_path):
     import threading
 
-    from kafka_broker import start, stop
+    from validate.kafka_broker import start, stop
 
     info = start(kafka_libs)
     try:
@@ -98,7 +99,7 @@ def test_broker_killed_mid_run_keeps_measurements(kafka_libs, tmp_path):
 @pytest.mark.parametrize("late,stall,kept", [(0.001, 0.004, True), (0.012, 0.0, False),
                                              (0.0, 0.011, False), (np.nan, np.nan, True)])
 def test_a_message_stalled_by_the_host_is_left_out(late, stall, kept):
-    from kafka_harness import COLUMNS, undisturbed
+    from validate.kafka_harness import COLUMNS, undisturbed
 
     rec = np.zeros(1, dtype=[(c, "f8") for c in COLUMNS])
     rec["publish_late_s"], rec["stall_s"] = late, stall
@@ -106,7 +107,7 @@ def test_a_message_stalled_by_the_host_is_left_out(late, stall, kept):
 
 
 def test_stalls_are_charged_to_the_messages_in_flight():
-    from kafka_harness import COLUMNS, _stalls_per_message
+    from validate.kafka_harness import COLUMNS, _stalls_per_message
 
     rec = np.zeros(3, dtype=[(c, "f8") for c in COLUMNS])
     rec["publish_s"] = [0.0, 0.10, 0.20]
@@ -121,8 +122,8 @@ def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_a
     # measure() with the harness replaced by a script of quiet and noisy runs (no broker):
     # each kept run must come with the fit run measured just before it, and a pair with a
     # noisy run in it must be measured again, not kept
-    import calibrate_kafka as ck
-    from kafka_harness import COLUMNS
+    import validate.calibrate_kafka as ck
+    from validate.kafka_harness import COLUMNS
 
     calls: list[str] = []
     noisy_calls = {3, 4}          # the 2nd pair: its fit run and its configuration run
