@@ -15,23 +15,26 @@ import resource
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _child(design: str, n_tx: int, cores: int) -> None:
-    from simbatch.bucketmap import MapCosts, MapWorkload, map_metrics, simulate_map
-    from simbatch.cpu import CPUConfig
+    import dataclasses
 
-    spec = tomllib.loads((ROOT / "scenarios/r4-scaling.toml").read_text())
-    cpu = CPUConfig(**{**spec["cpu"], "cores": cores})
-    costs = MapCosts(**spec["costs"])
-    wl = MapWorkload(n_tx=n_tx, n_subtrees=max(1, round(n_tx / 1_048_576)), design=design,
-                     n_probes=n_tx, exists="rlock" if design == "old" else "frozen")
+    import simbatch
+    from simbatch.contention import ENGINE
+
+    # the R4 costs and machine, as the scenario loads them; this block and core count
+    scenario = simbatch.load_scenario(ROOT / "scenarios/r4-scaling.toml")
+    case = next(c for c in scenario.cases if c.params["map.design"] == design)
+    case = dataclasses.replace(
+        case, cpu=dataclasses.replace(case.cpu, cores=cores),
+        map=dataclasses.replace(case.map, n_tx=n_tx, n_probes=n_tx,
+                                n_subtrees=max(1, round(n_tx / 1_048_576))))
     t0 = time.perf_counter()
-    m = map_metrics(simulate_map(cpu, costs, wl, seed=1), cpu)
+    m = ENGINE.run_metrics(simbatch.simulate(case, seed=1))
     print(json.dumps({"wall_s": time.perf_counter() - t0, **m,
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 

@@ -6,7 +6,7 @@ Runs, each in a fresh process so that its peak resident memory is its own:
   first-item timer, pool of 64, 500 us flush);
 * the naive design beside it: one SimPy process per item, a ``simpy.Store`` as the channel,
   and the worker racing ``Store.get`` against a ``Timeout`` with ``AnyOf`` (what SimPy users
-  hand-build today; anchors.md section 3).
+  hand-build today).
 
 Goal (issue 2): the million-input block in under 10 s on one core, under 2 GiB.
 Usage: ``python benchmarks/bench_engine.py [--inputs N] [--naive-inputs N]``.
@@ -24,10 +24,7 @@ import time
 
 
 def _engine(n_inputs: int, cap: int) -> dict:
-    from simbatch.batcher import BatcherConfig
-    from simbatch.producers import BlockWorkload
-    from simbatch.service import ServiceConfig
-    from simbatch.simulation import Case, simulate
+    from simbatch.batching import BatcherConfig, BlockWorkload, Case, ServiceConfig, simulate
 
     case = Case(workload=BlockWorkload(n_transactions=n_inputs // 3, inputs_per_tx=3,
                                        fanout="errgroup", cap=cap),

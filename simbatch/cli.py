@@ -1,96 +1,139 @@
-"""The ``simbatch`` command: run a scenario file and print predicted beside published.
+"""The ``simbatch`` command.
 
-``simbatch run FILE [--replications R] [--seed S] [--set section.field=value ...] [--json]``
+``simbatch run FILE``: run a scenario file and print predicted beside published (a Markdown
+table, ``--json`` for one JSON document, ``--out`` for the tidy table as CSV or Parquet,
+``--plots DIR`` for PNG plots). ``simbatch fit-service SAMPLES --out FILE``: fit the batch
+call's service model to measured samples.
 
-Bad input (a missing file, an unknown key, a bad value) prints one line naming the file, the
-key and the value, and exits with status 2; never a traceback.
+Bad input (a missing file, an unknown key, a bad value, a run too big to finish) prints one
+line naming the file, the key and the value, and exits with status 2; never a traceback. A
+closed pipe (``simbatch run ... | head``) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import shlex
 import sys
+from pathlib import Path
+from typing import NoReturn
 
-from .errors import ConfigError
-from .scenario import Scenario, load_scenario
-from .sweep import compare, run_scenario
-
-HEADLINE = {"batcher": ("block_time_s", "item_latency_p50_s", "item_latency_p99_s",
-                        "batch_size_mean", "flush_share_size", "flush_share_timer",
-                        "flush_share_drain"),
-            "kafka": ("latency_p50_s", "latency_p99_s", "latency_max_s", "requests",
-                      "records_per_request", "outer_flushes"),
-            "contention": ("throughput_ops_per_s", "cores_busy", "total_s", "insert_ops_per_s",
-                           "probe_ns_per_op")}
-# A batcher scenario with a client CPU stage (statistics, parse, the service's own work)
-# shows where the CPU goes, and each case's throughput against the first case's.
-CLIENT_HEADLINE = ("block_time_s", "throughput_items_per_s", "stats_cpu_share",
-                   "stats_set_cpu_share", "item_stats_lock_wait_mean_s", "item_latency_p99_s")
+from . import __version__
+from .core.errors import ConfigError, check_int
+from .core.work import Bounds
 
 
-def _fmt(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if value == 0:
-        return "0"
-    if abs(value) >= 100 or abs(value) < 0.001:
-        return f"{value:.4g}"
-    return f"{value:.4f}".rstrip("0").rstrip(".")
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors in simbatch's one line and status."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"simbatch: error: {message} (see simbatch {self.prog.split()[-1]} "
+                     "--help)\n")
 
 
-def _table(scenario: Scenario, summaries) -> str:
-    lines = [f"# {scenario.name}: {scenario.description}".rstrip(": "), ""]
-    rows = compare(scenario, summaries)
-    if rows:
-        lines.append("| case | metric | predicted | ±95% | published | error | within |")
-        lines.append("|---|---|---:|---:|---:|---:|---|")
-        ci = {s.name: s.ci95 for s in summaries}
-        for r in rows:
-            lines.append(f"| {r.case} | {r.metric} | {_fmt(r.predicted)} | "
-                         f"{_fmt(ci[r.case].get(r.metric, float('nan')))} | {_fmt(r.published)} | "
-                         f"{r.error_rel:+.1%} | {'yes' if r.ok else 'NO'} |")
-        lines.append("")
-    headline = HEADLINE[scenario.kind]
-    client = scenario.kind == "batcher" and any(s.metrics.get("stats_cpu_share")
-                                                for s in summaries)
-    if client:
-        headline = CLIENT_HEADLINE
-        base = summaries[0].metrics["throughput_items_per_s"]
-    lines.append("| case | " + " | ".join(headline) + (" | throughput vs first |" if client
-                                                         else " |"))
-    lines.append("|---|" + "---:|" * (len(headline) + client))
-    for s in summaries:
-        cells = [_fmt(s.metrics.get(m)) for m in headline]
-        if client:
-            cells.append(f"{s.metrics['throughput_items_per_s'] / base:.2f}x" if base else "-")
-        lines.append(f"| {s.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def _int(name: str, minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError.parameter("simbatch run", name, f"an integer >= {minimum}",
+                                        text) from None
+        return check_int("simbatch run", name, value, minimum=minimum)
+    return parse
 
 
-def _json(scenario: Scenario, summaries) -> str:
-    def clean(d):
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="simbatch", description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--version", action="version", version=f"simbatch {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="run a scenario file", allow_abbrev=False,
+                         description="Run every case of a scenario file and print predicted "
+                                     "beside published.")
+    run.add_argument("file", help="the scenario file (TOML), e.g. scenarios/r1-decorate-fanout"
+                                  ".toml")
+    run.add_argument("--replications", default=None, metavar="R",
+                     help="replications per case (default: the file's [scenario] value)")
+    run.add_argument("--seed", default=None, metavar="S",
+                     help="the experiment's seed (default: the file's); replication r runs "
+                          "with a seed derived from it, recorded in the results")
+    run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                     help="override a field in every case, e.g. --set batcher.timeout_ms=5 "
+                          "(the value is read as TOML; repeat for several)")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON document instead of the table")
+    run.add_argument("--out", default=None, metavar="PATH",
+                     help="write the tidy table, one row per case, to PATH (.csv or "
+                          ".parquet), and one row per replication beside it (NAME.runs.EXT)")
+    run.add_argument("--plots", metavar="DIR", default=None,
+                     help="save the engine's plots (latency CDFs, a metric against a swept "
+                          "parameter, throughput against cores) as PNG files in DIR")
+    run.add_argument("--max-events", default=None, metavar="N",
+                     help=f"refuse runs estimated above N simulation events "
+                          f"(default {Bounds().max_events:.0e})")
+    fit = sub.add_parser("fit-service", allow_abbrev=False,
+                         help="fit the service model to measured samples",
+                         description="Fit the batch call's service model to measured samples "
+                                     "and write a models/ file.")
+    fit.add_argument("samples", help="CSV of raw samples (op, batch_size, concurrency, "
+                                     "latency_s)")
+    fit.add_argument("--out", required=True, help="models/ file to write")
+    fit.add_argument("--system", default="", help="what was measured (for provenance)")
+    return parser
 
-    doc = {"scenario": scenario.name, "cases": [
-        {"name": s.name, "metrics": clean(s.metrics), "ci95": clean(s.ci95),
-         "published": scenario.published.get(s.name, {}),
-         "runs": [clean(r) for r in s.runs.to_dict(orient="records")]}
-        for s in summaries]}
-    return json.dumps(doc, indent=1)
+
+def _write_tables(scenario, summaries, out: str) -> list[Path]:
+    from .planning.sweep import tables
+
+    path = Path(out)
+    if path.suffix not in (".csv", ".parquet"):
+        raise ConfigError.parameter("simbatch run", "out", "a path ending in .csv or .parquet",
+                                    out)
+    cases, runs = tables(scenario, summaries)
+    runs_path = path.with_name(f"{path.stem}.runs{path.suffix}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for frame, target in ((cases, path), (runs, runs_path)):
+        if path.suffix == ".csv":
+            frame.to_csv(target, index=False)
+        else:
+            frame.to_parquet(target, index=False)
+    return [path, runs_path]
 
 
-def _fit_service(args) -> int:
-    from pathlib import Path
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    import simbatch  # noqa: F401  (registers the engines)
 
-    from .fit import check_fit, fit_quality, fit_service, load_samples, model_toml
+    from .planning.report import document, markdown, to_json
+    from .planning.scenario import load_scenario
+    from .planning.sweep import run_scenario
 
-    try:
-        df = load_samples(args.samples)
-    except (OSError, ValueError) as exc:
-        print(f"simbatch: error: {exc}", file=sys.stderr)
-        return 2
+    replications = (None if args.replications is None
+                    else _int("replications", 1)(args.replications))
+    seed = None if args.seed is None else _int("seed", 0)(args.seed)
+    bounds = Bounds() if args.max_events is None else Bounds(
+        max_events=_int("max_events", 1)(args.max_events))
+    scenario = load_scenario(args.file, args.set)
+    summaries = run_scenario(scenario, replications=replications, seed=seed, bounds=bounds)
+    if args.json:
+        command = "simbatch " + " ".join(shlex.quote(a) for a in argv)
+        print(to_json(document(scenario, summaries, command=command,
+                               replications=replications, seed=seed)))
+    else:
+        print(markdown(scenario, summaries))
+    if args.out:
+        for path in _write_tables(scenario, summaries, args.out):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.plots:
+        from .planning.plots import save_plots
+
+        for path in save_plots(scenario, summaries, args.plots):
+            print(f"saved {path}", file=sys.stderr)
+    return 0
+
+
+def _fit_service(args: argparse.Namespace) -> int:
+    from .planning.fit import check_fit, fit_quality, fit_service, load_samples, model_toml
+
+    df = load_samples(args.samples)
     fit = fit_service(df)
     provenance = {"system": args.system, "samples": args.samples,
                   "method": "fixed + per-key median on c=1 (least squares, relative), empirical "
@@ -106,40 +149,23 @@ def _fit_service(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="simbatch", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a scenario file")
-    run.add_argument("file")
-    run.add_argument("--replications", type=int, default=None)
-    run.add_argument("--seed", type=int, default=None)
-    run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
-    run.add_argument("--json", action="store_true", help="print one JSON document")
-    run.add_argument("--plots", metavar="DIR", default=None,
-                     help="save latency CDFs (and percentiles against a swept axis) as PNG")
-    fit = sub.add_parser("fit-service", help="fit the service model to measured samples")
-    fit.add_argument("samples", help="CSV of raw samples (op, batch_size, concurrency, latency_s)")
-    fit.add_argument("--out", required=True, help="models/ file to write")
-    fit.add_argument("--system", default="", help="what was measured (for provenance)")
-    args = parser.parse_args(argv)
-    if args.command == "fit-service":
-        return _fit_service(args)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(argv)
     try:
-        if args.replications is not None and args.replications < 1:
-            raise ConfigError(f"--replications must be an integer >= 1; got {args.replications}.")
-        if args.seed is not None and args.seed < 0:
-            raise ConfigError(f"--seed must be an integer >= 0; got {args.seed}.")
-        scenario = load_scenario(args.file, args.set)
-        summaries = run_scenario(scenario, replications=args.replications, seed=args.seed)
+        if args.command == "fit-service":
+            return _fit_service(args)
+        return _run(args, argv)
     except ConfigError as exc:
         print(f"simbatch: error: {exc}", file=sys.stderr)
         return 2
-    print(_json(scenario, summaries) if args.json else _table(scenario, summaries))
-    if args.plots:
-        from .plots import save_plots
+    except BrokenPipeError:
+        # the reader went away (| head): stop quietly, and keep Python's exit from
+        # complaining about the closed stdout
+        import os
 
-        for path in save_plots(scenario, summaries, args.plots):
-            print(f"saved {path}", file=sys.stderr)
-    return 0
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simbatch.batcher import BatcherConfig
-from simbatch.producers import BlockWorkload, OpenLoopWorkload
-from simbatch.service import ServiceConfig
-from simbatch.simulation import Case
+from simbatch.batching import BatcherConfig, BlockWorkload, Case, OpenLoopWorkload, ServiceConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

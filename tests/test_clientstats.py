@@ -3,18 +3,26 @@ client's CPU work into the engine's batch service time."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simbatch.batcher import BatcherConfig
-from simbatch.clientstats import VARIANTS, StatsConfig, StatsLocks
-from simbatch.cpu import CPUConfig
-from simbatch.producers import BlockWorkload
-from simbatch.results import summarize
-from simbatch.service import ServiceConfig
-from simbatch.simulation import Case, replicate, simulate
+from simbatch.batching import (
+    ENGINE,
+    BatcherConfig,
+    BlockWorkload,
+    Case,
+    ClientConfig,
+    ServiceConfig,
+    replicate,
+    simulate,
+)
+from simbatch.batching.clientstats import VARIANTS, StatsConfig, StatsLocks
+from simbatch.core.cpu import CPUConfig
+from simbatch.core.results import summarize
 
 
 @pytest.mark.parametrize("variant,expected", [
@@ -53,7 +61,7 @@ def _drive(stats: StatsConfig, arrivals, command_types: int = 1):
     """Run ``arrivals`` [(time_s, batch_id, records)] through the counter locks; returns the
     locks and {batch_id: [(start_s, end_s, cpu_ns, set_ns), ...]}."""
     env = simpy.Environment()
-    locks = StatsLocks(env, stats, CPU8, command_types)
+    locks = StatsLocks(env, dataclasses.replace(stats, command_types=command_types), CPU8)
     done: dict[int, list] = {}
 
     def parse(at, batch_id, n):
@@ -126,9 +134,10 @@ def _run(variant: str, client_cores: int | None = 8):
                                        cap=1024),
                 batcher=BatcherConfig(size=1024, timeout_ms=5, dispatch="background"),
                 service=ServiceConfig(fixed_us=60, per_record_us=2.9,
-                                      client_parse_ns_per_record=2000, client_cores=client_cores,
-                                      stats_variant=variant))
-    return summarize(variant, replicate(case, 1, seed=2)).metrics
+                                      client=ClientConfig(parse_ns_per_record=2000,
+                                                          cores=client_cores),
+                                      stats=StatsConfig(variant=variant)))
+    return summarize(ENGINE, variant, replicate(case, 1, seed=2)).metrics
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +166,8 @@ def test_the_batch_frame_records_the_wait_for_the_statistics_lock():
     case = Case(workload=BlockWorkload(n_transactions=2048, inputs_per_tx=1, fanout="errgroup",
                                        cap=2048),
                 batcher=BatcherConfig(size=1024, timeout_ms=5, dispatch="background"),
-                service=ServiceConfig(fixed_us=60, stats_variant="broken", client_cores=2))
+                service=ServiceConfig(fixed_us=60, stats=StatsConfig(variant="broken"),
+                                      client=ClientConfig(cores=2)))
     batches = simulate(case, seed=1).frames()["batches"]
     # two parses at once share one lock: each waits while the other holds it
     assert (batches.stats_lock_wait_s > 0).all()

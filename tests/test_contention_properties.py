@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simbatch.bucketmap import MapCosts, MapWorkload, probe_phase, simulate_map, slice_counts
-from simbatch.cpu import CPUConfig
+from simbatch.contention import MapCosts, MapWorkload, probe_phase, simulate_map, slice_counts
+from simbatch.core.cpu import CPUConfig
 
 
 @settings(max_examples=40, deadline=None)

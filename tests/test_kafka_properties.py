@@ -8,9 +8,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simbatch.kafka_producer import KafkaProducerConfig
-from simbatch.kafka_sim import ConsumerConfig, KafkaCase, KafkaWorkload, simulate_kafka
-from simbatch.outer_batcher import OuterBatcherConfig
+from simbatch.kafka import (
+    ConsumerConfig,
+    KafkaCase,
+    KafkaProducerConfig,
+    KafkaWorkload,
+    OuterBatcherConfig,
+)
+from simbatch.kafka import simulate as simulate_kafka
 
 
 @st.composite

@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 from simhelp import block_case
 
-from simbatch.batcher import BatcherConfig
-from simbatch.producers import OpenLoopWorkload
-from simbatch.results import ci95_half_width
-from simbatch.service import ServiceConfig
-from simbatch.simulation import Case, replicate, simulate
+from simbatch.batching import (
+    BatcherConfig,
+    Case,
+    OpenLoopWorkload,
+    ServiceConfig,
+    replicate,
+    simulate,
+)
+from simbatch.core.results import ci95_half_width
 
 T, S = 0.010, 0.0005
 

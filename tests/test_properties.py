@@ -8,10 +8,17 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simbatch.batcher import BatcherConfig
-from simbatch.producers import BlockWorkload, OpenLoopWorkload
-from simbatch.service import ServiceConfig
-from simbatch.simulation import Case, simulate
+from simbatch.batching import (
+    BatcherConfig,
+    BlockWorkload,
+    Case,
+    ClientConfig,
+    HostConfig,
+    OpenLoopWorkload,
+    ServiceConfig,
+    StatsConfig,
+    simulate,
+)
 
 EPS = 1e-9
 
@@ -28,7 +35,7 @@ def batchers(draw):
         timer=timer, tick_ms=tick, drain=drain,
         dispatch=dispatch,
         max_concurrent=draw(st.integers(1, 4)) if dispatch == "pool" else None,
-        queue_factor=draw(st.integers(1, 3)), timer_overshoot_us=draw(st.sampled_from([0, 90])))
+        queue_factor=draw(st.integers(1, 3)))
 
 
 @st.composite
@@ -56,14 +63,17 @@ def services(draw):
                          noise=noise, sigma=0.5, ratios=(0.8, 1.0, 1.7),
                          single_record_us=draw(st.one_of(st.none(), st.floats(1, 100))),
                          max_in_flight=draw(st.one_of(st.none(), st.integers(1, 3))),
-                         client_parse_ns_per_record=draw(st.sampled_from([0.0, 500.0])),
-                         client_cores=draw(st.one_of(st.none(), st.integers(1, 3))),
-                         stats_variant=draw(st.sampled_from(["disabled", "broken", "sharded"])))
+                         client=ClientConfig(
+                             parse_ns_per_record=draw(st.sampled_from([0.0, 500.0])),
+                             cores=draw(st.one_of(st.none(), st.integers(1, 3)))),
+                         stats=StatsConfig(
+                             variant=draw(st.sampled_from(["disabled", "broken", "sharded"]))))
 
 
 @st.composite
 def cases(draw):
-    return Case(workload=draw(workloads()), batcher=draw(batchers()), service=draw(services()))
+    return Case(workload=draw(workloads()), batcher=draw(batchers()), service=draw(services()),
+                host=HostConfig(timer_overshoot_us=draw(st.sampled_from([0, 90]))))
 
 
 def max_in_flight(batches: pd.DataFrame, end: str = "t_done_s") -> int:
@@ -91,7 +101,7 @@ def test_invariants(case, seed):
     assert batches["size"].between(1, case.batcher.size).all()
     # no timer flush later than the timer allows
     timer = batches[batches.trigger == "timer"]
-    limit = (case.batcher.timeout_ms + case.batcher.timer_overshoot_us / 1e3) / 1e3
+    limit = (case.batcher.timeout_ms + case.host.timer_overshoot_us / 1e3) / 1e3
     assert (timer.age_s <= limit + EPS).all()
     # no negative wait
     for col in ("put_block_s", "batch_wait_s", "dispatch_wait_s", "service_s"):

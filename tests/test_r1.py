@@ -1,11 +1,11 @@
-"""Table R1 (reference-results.md): every row within 10 %, from the scenario file."""
+"""Table R1: every row within 10 %, from the scenario file."""
 
 from __future__ import annotations
 
 import pytest
 
-from simbatch.scenario import load_scenario
-from simbatch.sweep import compare, run_scenario
+from simbatch.planning.scenario import load_scenario
+from simbatch.planning.sweep import compare, run_scenario
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_r1_row_within_ten_percent(r1, case):
 
 
 def test_r1_cap64_flushes_by_size_below_by_timer(root):
-    from simbatch.sweep import run_scenario as run
+    from simbatch.planning.sweep import run_scenario as run
     scenario = load_scenario(root / "scenarios/r1-decorate-fanout.toml")
     shares = {s.name: s.metrics for s in run(scenario, replications=1)}
     assert shares["cap=16"]["flush_share_timer"] == 1.0

@@ -1,4 +1,4 @@
-"""Table R2 (reference-results.md): p50 and p99 of every row within 15 % (5 ms under 50 ms),
+"""Table R2: p50 and p99 of every row within 15 % (5 ms under 50 ms),
 from the scenario files scenarios/r2-*.toml."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from simhelp import ROOT
 
-from simbatch.scenario import load_scenario
-from simbatch.sweep import compare, run_scenario
+from simbatch.planning.scenario import load_scenario
+from simbatch.planning.sweep import compare, run_scenario
 
 FILES = sorted((ROOT / "scenarios").glob("r2-*.toml"))
 

@@ -1,4 +1,4 @@
-"""Table R3 (reference-results.md): per-record client statistics, from the scenario file.
+"""Table R3: per-record client statistics, from the scenario file.
 
 What is calibrated and what is predicted (scenarios/r3-client-stats.toml says where every
 parameter comes from): the service's own CPU per record is the one parameter fitted on R3
@@ -16,8 +16,8 @@ import pytest
 from simhelp import ROOT
 
 from simbatch.cli import main
-from simbatch.scenario import load_scenario
-from simbatch.sweep import compare, run_scenario
+from simbatch.planning.scenario import load_scenario
+from simbatch.planning.sweep import compare, run_scenario
 
 SCENARIO = ROOT / "scenarios/r3-client-stats.toml"
 FIXES_UNDER_10 = ("per-record-once", "sharded x32", "per-batch aggregate", "disabled")

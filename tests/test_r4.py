@@ -1,12 +1,12 @@
-"""Table R4 (reference-results.md): the four 16-core ratios within 15 %, from the scenario."""
+"""Table R4: the four 16-core ratios within 15 %, from the scenario."""
 
 from __future__ import annotations
 
 import pytest
 from simhelp import ROOT
 
-from simbatch.scenario import load_scenario
-from simbatch.sweep import run_scenario
+from simbatch.planning.scenario import load_scenario
+from simbatch.planning.sweep import run_scenario
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def scaling():
 def _insert(case, **cpu):
     import dataclasses
 
-    from simbatch.bucketmap import simulate_map
+    from simbatch.contention import simulate_map
 
     return simulate_map(dataclasses.replace(case.cpu, **cpu), case.costs, case.map)
 

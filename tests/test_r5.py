@@ -1,12 +1,12 @@
-"""R5 (reference-results.md): drain mode removes the timer wait for a sequential producer
+"""R5: drain mode removes the timer wait for a sequential producer
 (published: more than 90 % faster); on the fan-out path it is reported per run."""
 
 from __future__ import annotations
 
 from simhelp import ROOT
 
-from simbatch.scenario import load_scenario
-from simbatch.sweep import run_scenario
+from simbatch.planning.scenario import load_scenario
+from simbatch.planning.sweep import run_scenario
 
 
 def test_drain_is_more_than_90_percent_faster_for_a_sequential_producer():

@@ -11,9 +11,9 @@ import tomllib
 import pytest
 from simhelp import ROOT
 
-from simbatch.fit import _linear_median, check_fit, load_samples
-from simbatch.scenario import load_scenario
-from simbatch.service import ServiceConfig
+from simbatch.batching import ServiceConfig
+from simbatch.planning.fit import _linear_median, check_fit, load_samples
+from simbatch.planning.scenario import load_scenario
 
 DATA = ROOT.parent / "shared/data/aerospike-loopback/batch_read_latency.csv"
 MODEL = ROOT / "models/aerospike-loopback-8.1.toml"

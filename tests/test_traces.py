@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from simhelp import block_case, open_case
 
-from simbatch.simulation import simulate
+from simbatch.batching import simulate
 
 
 def batches(case, seed=0):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simbatch.errors import ConfigError
-from simbatch.usl import fit_usl
+from simbatch.core.errors import ConfigError
+from simbatch.planning.usl import fit_usl
 
 LOAD = [1, 18, 36, 72, 108, 144, 216]
 THROUGHPUT = [64.9, 995.9, 1652.4, 1853.2, 1828.9, 1775.0, 1702.2]

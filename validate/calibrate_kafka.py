@@ -173,9 +173,13 @@ def fit(runs: list[np.ndarray]) -> Fitted:
 def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
     """The model of configuration ``cfg``: its feed replays the harness's schedule
     (``feed = "trace"``, the seeded gaps every run of the harness follows)."""
-    from simbatch.kafka_producer import KafkaProducerConfig
-    from simbatch.kafka_sim import ConsumerConfig, KafkaCase, KafkaWorkload
-    from simbatch.outer_batcher import OuterBatcherConfig
+    from simbatch.kafka import (
+        ConsumerConfig,
+        KafkaCase,
+        KafkaProducerConfig,
+        KafkaWorkload,
+        OuterBatcherConfig,
+    )
 
     return KafkaCase(
         name=name,
@@ -211,12 +215,13 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], masks: list[np.
     publish times: when the VM pauses the harness, the feed publishes late but the real
     debounce timer is paused with it, so a recorded gap is not a gap the batcher saw.
     ``masks[k]``: the messages measured run k is judged on; the same are kept here."""
-    from simbatch.kafka_sim import simulate_kafka
+    from simbatch.core.streams import replication_seed
+    from simbatch.kafka import simulate as simulate_kafka
 
     figures: dict[str, list[float]] = {"p50": [], "p99": []}
     for k, (f, mask) in enumerate(zip(fitted, masks, strict=True)):
         case = model_case(name, cfg, f)
-        runs = [simulate_kafka(case, 1, replication=k * per_run + r).latency_s[mask]
+        runs = [simulate_kafka(case, replication_seed(1, k * per_run + r)).latency_s[mask]
                 for r in range(per_run)]
         figures["p50"].append(float(np.median([percentile(lat, 0.5) for lat in runs])))
         figures["p99"].append(float(np.median([percentile(lat, 0.99) for lat in runs])))
@@ -396,7 +401,7 @@ def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
              "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
              "[provenance]"]
     lines += [f'{k} = "{v}"' for k, v in prov.items()] + ["", "[producer]",
-              'semantics = "librdkafka"', f"append_ms = {fitted.append_ms:.4f}",
+              f"append_ms = {fitted.append_ms:.4f}",
               "append_ratios = [" + ", ".join(f"{r:g}" for r in fitted.append_ratios) + "]",
               "", "[consumer]", f"fetch_ms = {fitted.fetch_ms:.4f}",
               "fetch_ratios = [" + ", ".join(f"{r:g}" for r in fitted.fetch_ratios) + "]", "",

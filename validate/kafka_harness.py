@@ -1,13 +1,13 @@
 """Run a Kafka scenario against a real broker and measure publish-to-consume latency.
 
 The pipeline is real code: a feed thread publishes messages (periodic or Poisson gaps) into
-the **outer batcher** (teranode's debounce loop, mechanisms.md section 3, written here in
-Python: block for the first message, then flush when ``linger`` passes with no new message or
-when ``max_batch`` messages are buffered; the flush calls ``Produce`` serially and retries while
-the client's queue is full), in front of a **confluent-kafka** producer (librdkafka) with the
-scenario's ``linger.ms``, ``batch.num.messages`` and ``batch.size``. A consumer is assigned to
-every partition **before** the first message, and the latency of each message is its consume
-time minus its publish time (``time.perf_counter``, one process).
+the **outer batcher** (teranode's debounce loop in ``util/kafka/kafka_producer_async.go``,
+written here in Python: block for the first message, then flush when ``linger`` passes with no
+new message or when ``max_batch`` messages are buffered; the flush calls ``Produce`` serially
+and retries while the client's queue is full), in front of a **confluent-kafka** producer
+(librdkafka) with the scenario's ``linger.ms``, ``batch.num.messages`` and ``batch.size``. A
+consumer is assigned to every partition **before** the first message, and the latency of each
+message is its consume time minus its publish time (``time.perf_counter``, one process).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
 ``ack_s`` (delivery report), ``consume_s``, ``latency_s``, ``publish_late_s`` (how late the

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from simbatch.scenario import load_scenario
-from simbatch.sweep import run_scenario
+from simbatch.planning.scenario import load_scenario
+from simbatch.planning.sweep import run_scenario
 
 GOBENCH = Path(__file__).resolve().parent / "gobench"
 
@@ -39,7 +39,8 @@ def test_measures_every_primitive_at_every_contention_level(measured):
     assert m["exists_rlock_ns_per_probe"] > 0 and m["exists_frozen_ns_per_probe"] > 0
     assert data["cpu"]["cores"] == procs == os.cpu_count()
     # the client statistics' Get and Set (scenarios/r3-client-stats.toml cites them)
-    assert 0 < data["stats"]["read_ns"] < data["stats"]["write_ns"] * 10
+    stats = data["service"]["stats"]
+    assert 0 < stats["read_ns"] < stats["write_ns"] * 10
 
 
 def test_the_file_drives_a_contention_scenario(measured, tmp_path):

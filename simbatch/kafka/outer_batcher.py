@@ -1,5 +1,5 @@
 """The application's outer batcher in front of a Kafka client (teranode
-``util/kafka/kafka_producer_async.go``, mechanisms.md section 3).
+``util/kafka/kafka_producer_async.go``, its drain goroutine after PR #894).
 
 One drain goroutine per producer. Each pass: with an empty buffer, a blocking receive of one
 message; with ``len(buffer) >= max_batch``, a synchronous flush; otherwise the linger timer
@@ -19,23 +19,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import simpy
 
-from .errors import check_bool, check_choice, check_int, check_number
+from ..core.config import NONE_WORD, Bool, NonNeg, PosInt, config
 
 CLAMPS = {"post894": (0.050, 0.500), "pre894": (0.200, 5.0)}
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class OuterBatcherConfig:
-    """Parameters of the outer debounce batcher.
+    """Parameters of the outer debounce batcher (``[outer]``).
 
     Parameters
     ----------
     linger_ms : float or None
-        Idle (debounce) linger; ``None`` = no outer batcher, messages go straight to Produce.
+        Idle (debounce) linger; ``None`` (``"none"`` in a scenario file) = no outer batcher,
+        messages go straight to Produce.
     max_batch : int
         Size trigger (``flush_messages``).
     slow : bool
@@ -48,18 +49,10 @@ class OuterBatcherConfig:
     0.05
     """
 
-    linger_ms: float | None = 10.0
-    max_batch: int = 50_000
-    slow: bool = False
-    slow_clamp: str = "post894"
-
-    def __post_init__(self) -> None:
-        owner = "OuterBatcherConfig"
-        if self.linger_ms is not None:
-            check_number(owner, "linger_ms", self.linger_ms)
-        check_int(owner, "max_batch", self.max_batch, minimum=1)
-        check_bool(owner, "slow", self.slow)
-        check_choice(owner, "slow_clamp", self.slow_clamp, CLAMPS)
+    linger_ms: Annotated[NonNeg | None, NONE_WORD] = 10.0
+    max_batch: PosInt = 50_000
+    slow: Bool = False
+    slow_clamp: Literal["post894", "pre894"] = "post894"
 
     @property
     def effective_linger_s(self) -> float:

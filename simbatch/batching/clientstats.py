@@ -1,4 +1,5 @@
-"""Per-record client statistics in aerospike-client-go's batch parse (mechanisms.md section 5).
+"""Per-record client statistics in aerospike-client-go's batch parse (``node_stats.go``
+``updateOrInsert``, called from ``parseRecordResults`` in the bsv fork v8.7.1-bsv3; issue #1001).
 
 The node's statistics are a counter map per (namespace, command type) behind one
 ``sync.RWMutex`` shared by every concurrent batch parse on that node. The upstream increment
@@ -46,17 +47,36 @@ is not modelled.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import Literal
 
-from .cpu import CPUConfig
-from .errors import check_choice, check_int, check_number
+from ..core.config import NonNeg, PosInt, config
+from ..core.cpu import CPUConfig
 
 VARIANTS = ("broken", "per_record_once", "sampled", "sharded", "per_batch", "disabled")
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class StatsConfig:
-    """The statistics variant and its costs (nanoseconds).
+    """The statistics variant and its costs (nanoseconds); ``[service.stats]`` in a scenario.
+
+    Parameters
+    ----------
+    variant : {"broken", "per_record_once", "sampled", "sharded", "per_batch", "disabled"}
+    read_ns, write_ns : float
+        The Get and the Set uncontended (validate/gobench measures both: ``[service.stats]``
+        of its models/ file, which a scenario loads with ``model = ...``).
+    lock_lines : float
+        Cache-line transfers per lock round trip when other cores parse at the same time.
+    local_ns : float
+        A local count or the sampling decision's own work, per record.
+    sample_every : int
+        ``sampled``: the broken update on one record in this many.
+    shards : int
+        ``sharded``: independent locks.
+    command_types : int
+        Counter maps the batches spread over, one per (namespace, command type): batch ``i``
+        updates map ``i % command_types`` (2 for a workload of batch reads and writes). Each
+        map's lock is a shared server (:class:`StatsLocks`).
 
     Examples
     --------
@@ -66,21 +86,15 @@ class StatsConfig:
     1024
     """
 
-    variant: str = "disabled"
-    read_ns: float = 25.0
-    write_ns: float = 45.0
-    lock_lines: float = 2.0
-    local_ns: float = 2.0
-    sample_every: int = 100
-    shards: int = 16
-
-    def __post_init__(self) -> None:
-        owner = "StatsConfig"
-        check_choice(owner, "variant", self.variant, VARIANTS)
-        for name in ("read_ns", "write_ns", "lock_lines", "local_ns"):
-            check_number(owner, name, getattr(self, name))
-        check_int(owner, "sample_every", self.sample_every, minimum=1)
-        check_int(owner, "shards", self.shards, minimum=1)
+    variant: Literal["broken", "per_record_once", "sampled", "sharded", "per_batch",
+                     "disabled"] = "disabled"
+    read_ns: NonNeg = 25.0
+    write_ns: NonNeg = 45.0
+    lock_lines: NonNeg = 2.0
+    local_ns: NonNeg = 2.0
+    sample_every: PosInt = 100
+    shards: PosInt = 16
+    command_types: PosInt = 1
 
     def increments(self, n: int) -> int:
         """Locked counter updates for one batch of ``n`` successfully parsed records."""
@@ -166,16 +180,16 @@ class StatsLocks:
     for other work; the spin rounds and the park and wake are not charged (an unmodelled
     extra, which would raise the statistics' share).
 
-    ``command_types`` counter maps, one per (namespace, command type); batch ``i`` updates
-    map ``i % command_types`` (a workload of batch reads and writes has two).
+    ``stats.command_types`` counter maps, one per (namespace, command type); batch ``i``
+    updates map ``i % command_types`` (a workload of batch reads and writes has two).
 
     ``on_done(cpu_ns, set_ns)`` is called once per :meth:`update`, when its increments are
     all done, with the CPU they cost.
     """
 
-    def __init__(self, env, stats: StatsConfig, cpu: CPUConfig, command_types: int = 1) -> None:
+    def __init__(self, env, stats: StatsConfig, cpu: CPUConfig) -> None:
         self.stats = stats
-        self._maps = [_CounterMap(env, stats, cpu) for _ in range(command_types)]
+        self._maps = [_CounterMap(env, stats, cpu) for _ in range(stats.command_types)]
 
     def update(self, batch_id: int, n: int, on_done) -> None:
         """Count ``n`` successfully parsed records of batch ``batch_id``."""

@@ -1,4 +1,5 @@
-"""Bucket-lock contention on teranode's 1024-bucket transaction map (mechanisms.md section 4).
+"""Bucket-lock contention on teranode's 1024-bucket transaction map (the subtree processor's
+``map.go`` and ``CreateTransactionMap``, before and after PR #1078).
 
 Phase A (insert; ``CreateTransactionMap``), simulated at the granularity of a **bucket
 slice** (one subtree's hashes for one bucket) and a **worker message**, never a hash:
@@ -34,36 +35,34 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 import numpy as np
 import simpy
 
-from .cpu import CPUConfig, FifoPool
-from .errors import check_choice, check_int, check_number
+from ..core.config import Int, NonNeg, PosInt, at, config
+from ..core.cpu import CPUConfig
+from ..core.pool import FifoPool
+from ..core.streams import streams
 
 DESIGNS = ("old", "new")
 EXISTS = ("rlock", "frozen", "mutex")
 PHASES = ("insert", "probe", "both")
+NonNegInt = Annotated[Int, at.Ge(0)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class MapCosts:
-    """Per-operation costs of the map (nanoseconds)."""
+    """Per-operation costs of the map (nanoseconds), ``[costs]``."""
 
-    put_ns: float = 70.0
-    put_ns_per_doubling: float = 9.0
-    probe_ns: float = 96.0
-    probe_ns_per_doubling: float = 0.0
-    lock_ns: float = 20.0
-    deserialize_ns: float = 0.0
-    group_ns: float = 30.0
-    reference_entries: int = 16_000_000
-
-    def __post_init__(self) -> None:
-        for name in ("put_ns", "put_ns_per_doubling", "probe_ns", "probe_ns_per_doubling",
-                     "lock_ns", "deserialize_ns", "group_ns"):
-            check_number("MapCosts", name, getattr(self, name))
-        check_int("MapCosts", "reference_entries", self.reference_entries, minimum=1)
+    put_ns: NonNeg = 70.0
+    put_ns_per_doubling: NonNeg = 9.0
+    probe_ns: NonNeg = 96.0
+    probe_ns_per_doubling: NonNeg = 0.0
+    lock_ns: NonNeg = 20.0
+    deserialize_ns: NonNeg = 0.0
+    group_ns: NonNeg = 30.0
+    reference_entries: PosInt = 16_000_000
 
     def _scaled(self, base: float, per_doubling: float, entries: int) -> float:
         return base + per_doubling * max(0.0, math.log2(max(entries, 1) / self.reference_entries))
@@ -75,31 +74,19 @@ class MapCosts:
         return self._scaled(self.probe_ns, self.probe_ns_per_doubling, entries)
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class MapWorkload:
-    """One block's map fill (Phase A) and probes (Phase B)."""
+    """One block's map fill (Phase A) and probes (Phase B), ``[map]``."""
 
-    n_tx: int = 16_000_000
-    n_subtrees: int = 256
-    n_buckets: int = 1024
-    design: str = "old"
-    concurrent_reads: int = 375
-    worker_queue: int = 8
-    n_probes: int = 0
-    exists: str = "rlock"
-    phases: str = "both"
-
-    def __post_init__(self) -> None:
-        owner = "MapWorkload"
-        check_choice(owner, "phases", self.phases, PHASES)
-        check_int(owner, "n_tx", self.n_tx, minimum=1)
-        check_int(owner, "n_subtrees", self.n_subtrees, minimum=1)
-        check_int(owner, "n_buckets", self.n_buckets, minimum=1)
-        check_choice(owner, "design", self.design, DESIGNS)
-        check_int(owner, "concurrent_reads", self.concurrent_reads, minimum=1)
-        check_int(owner, "worker_queue", self.worker_queue, minimum=1)
-        check_int(owner, "n_probes", self.n_probes, minimum=0)
-        check_choice(owner, "exists", self.exists, EXISTS)
+    n_tx: PosInt = 16_000_000
+    n_subtrees: PosInt = 256
+    n_buckets: PosInt = 1024
+    design: Literal["old", "new"] = "old"
+    concurrent_reads: PosInt = 375
+    worker_queue: PosInt = 8
+    n_probes: NonNegInt = 0
+    exists: Literal["rlock", "frozen", "mutex"] = "rlock"
+    phases: Literal["insert", "probe", "both"] = "both"
 
 
 @dataclass
@@ -165,7 +152,7 @@ class _Insert:
             for box in self.inboxes:
                 box.put(None)
             env.run(until=env.all_of(workers))
-        return env.now * 1e-9, self.inserted, max(0.0, self.cores.busy_ns - self.asleep_ns)
+        return env.now * 1e-9, self.inserted, max(0.0, self.cores.busy_time - self.asleep_ns)
 
     # --------------------------------------------------------------- old design
     def _old_subtree(self, s: int):
@@ -291,8 +278,8 @@ def probe_phase(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload) -> tuple[float
     return wl.n_probes * wall_ns * 1e-9, wall_ns
 
 
-def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0, *,
-                 replication: int = 0) -> MapResult:
+def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0
+                 ) -> MapResult:
     """Phase A simulated, Phase B aggregated; see the module docstring.
 
     Examples
@@ -302,8 +289,8 @@ def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0
     >>> r.inserted, r.probed
     (10000, 1000)
     """
-    seeds = np.random.SeedSequence(seed).spawn(replication + 1)[replication].spawn(2)
-    counts_rng, order_rng = (np.random.default_rng(s) for s in seeds)
+    rngs = streams(seed, ("counts", "order"))
+    counts_rng, order_rng = rngs["counts"], rngs["order"]
     seconds, inserted, busy_ns = 0.0, 0, 0.0
     if wl.phases != "probe":
         counts = slice_counts(wl, counts_rng)
@@ -313,36 +300,3 @@ def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0
                      insert_cores_busy=busy_ns * 1e-9 / seconds if seconds else 0.0,
                      probe_s=probe_s, probed=wl.n_probes if wl.phases != "insert" else 0,
                      probe_ns_per_op=probe_ns)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContentionCase:
-    name: str = "default"
-    cpu: CPUConfig = field(default_factory=CPUConfig)
-    costs: MapCosts = field(default_factory=MapCosts)
-    map: MapWorkload = field(default_factory=MapWorkload)
-
-
-def map_metrics(result: MapResult, cpu: CPUConfig) -> dict[str, float]:
-    """Stable metric names of a contention case (see the README)."""
-    total_s = result.insert_s + result.probe_s
-    ops = result.inserted + result.probed
-    busy = (result.insert_cores_busy * result.insert_s + cpu.cores * result.probe_s)
-    return {"throughput_ops_per_s": ops / total_s if total_s else 0.0,
-            "cores_busy": busy / total_s if total_s else 0.0,
-            "total_s": total_s, "insert_s": result.insert_s,
-            "insert_ops_per_s": result.insert_ops_per_s, "probe_s": result.probe_s,
-            "probe_ops_per_s": result.probe_ops_per_s,
-            "probe_ns_per_op": result.probe_ns_per_op,
-            "inserted": float(result.inserted), "probed": float(result.probed)}
-
-
-def summarize_contention(case: ContentionCase, replications: int, seed: int):
-    """Replications (independent slice draws and spawn orders) of a contention case."""
-    from .results import summary_from_runs
-
-    rows = [{"replication": r, "seed": seed,
-             **map_metrics(simulate_map(case.cpu, case.costs, case.map, seed, replication=r),
-                           case.cpu)}
-            for r in range(replications)]
-    return summary_from_runs(case.name, rows)

@@ -1,6 +1,6 @@
 """CPU cores, goroutine scheduling costs and cache-line transfers, in nanoseconds.
 
-Modelled (mechanisms.md sections 4 and 5):
+Modelled (the Go runtime's scheduler and the client and map code that run on it):
 
 * ``cores`` cores; runnable goroutines queue FIFO for a core (Go's run queues, merged into
   one FIFO); a goroutine parked on a lock or a channel gives its core back and pays
@@ -30,20 +30,16 @@ Modelled (mechanisms.md sections 4 and 5):
   from that published measurement, not from any table simbatch reproduces.
 
 Simplifications: one run queue (no per-P queues or work stealing); no NUMA memory placement;
-spinning before parking is not modelled (a blocked goroutine parks at once).
+spinning before parking is not modelled (a blocked goroutine parks at once). The cores
+themselves are a :class:`simbatch.core.pool.FifoPool`.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
-
-import simpy
-
-from .errors import check_int, check_number
+from .config import NonNeg, PosInt, config
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class CPUConfig:
     """A machine's cores and the costs of its primitives (nanoseconds).
 
@@ -55,26 +51,17 @@ class CPUConfig:
     75.0
     """
 
-    cores: int = 16
-    line_near_ns: float = 80.0
-    line_far_ns: float = 200.0
-    domain_cores: int = 16
-    spawn_ns: float = 300.0
-    goroutine_ns: float = 1000.0
-    runq_lock_lines: float = 1.0
-    park_wake_ns: float = 1500.0
-    chan_op_ns: float = 100.0
-    runtime_lock_per_thread: float = 0.5
-    runtime_lock_max_factor: float = 4.0
-
-    def __post_init__(self) -> None:
-        owner = "CPUConfig"
-        check_int(owner, "cores", self.cores, minimum=1)
-        check_int(owner, "domain_cores", self.domain_cores, minimum=1)
-        for name in ("line_near_ns", "line_far_ns", "spawn_ns", "goroutine_ns", "runq_lock_lines",
-                     "park_wake_ns", "chan_op_ns", "runtime_lock_per_thread",
-                     "runtime_lock_max_factor"):
-            check_number(owner, name, getattr(self, name))
+    cores: PosInt = 16
+    line_near_ns: NonNeg = 80.0
+    line_far_ns: NonNeg = 200.0
+    domain_cores: PosInt = 16
+    spawn_ns: NonNeg = 300.0
+    goroutine_ns: NonNeg = 1000.0
+    runq_lock_lines: NonNeg = 1.0
+    park_wake_ns: NonNeg = 1500.0
+    chan_op_ns: NonNeg = 100.0
+    runtime_lock_per_thread: NonNeg = 0.5
+    runtime_lock_max_factor: NonNeg = 4.0
 
     def runtime_lock_factor(self, threads: int) -> float:
         """Slowdown of a runtime-internal mutex's handoff with ``threads`` at it (the holder
@@ -99,62 +86,3 @@ class CPUConfig:
         far = max(0, self.cores - min(self.domain_cores, self.cores)) / (self.cores - 1)
         per_transfer = self.line_near_ns * (1 - far) + self.line_far_ns * far
         return (1 - 1 / c) * per_transfer
-
-
-class FifoPool:
-    """``capacity`` identical units (cores, or 1 for a mutex) granted in FIFO order.
-
-    Not ``simpy.Resource``: that keeps waiting requests in a list and removes from its front,
-    which is quadratic when hundreds of thousands of goroutines are runnable at once (the old
-    map-fill design spawns 262,144 for one block); a deque makes every grant O(1). It also
-    integrates the number of busy units over time (``busy_ns``).
-
-    Examples
-    --------
-    >>> env = simpy.Environment()
-    >>> pool = FifoPool(env, 1)
-    >>> a, b = pool.request(), pool.request()
-    >>> a.triggered, b.triggered
-    (True, False)
-    >>> pool.release(); b.triggered
-    True
-    """
-
-    def __init__(self, env: simpy.Environment, capacity: int) -> None:
-        self.env = env
-        self.capacity = capacity
-        self.in_use = 0
-        self.waiting: deque[simpy.Event] = deque()
-        self._busy_ns = 0.0
-        self._since = 0.0
-
-    def _account(self) -> None:
-        now = self.env.now
-        self._busy_ns += self.in_use * (now - self._since)
-        self._since = now
-
-    @property
-    def busy_ns(self) -> float:
-        self._account()
-        return self._busy_ns
-
-    @property
-    def free(self) -> bool:
-        return self.in_use < self.capacity and not self.waiting
-
-    def request(self) -> simpy.Event:
-        event = self.env.event()
-        if self.in_use < self.capacity:
-            self._account()
-            self.in_use += 1
-            event.succeed()
-        else:
-            self.waiting.append(event)
-        return event
-
-    def release(self) -> None:
-        if self.waiting:
-            self.waiting.popleft().succeed()      # the unit passes straight to the next
-        else:
-            self._account()
-            self.in_use -= 1

@@ -1,7 +1,7 @@
 """A Kafka producer client's batching, partitioning and requests, in two semantics.
 
 ``semantics = "franz-go"`` (twmb/franz-go v1.20.6, pkg/kgo config.go / sink.go /
-producer.go; mechanisms.md section 3):
+producer.go):
 
 * records are partitioned by key hash (keyless: round-robin, standing in for the sticky
   UniformBytesPartitioner);
@@ -35,19 +35,20 @@ same broker. An acknowledged record is visible to the consumer.
 from __future__ import annotations
 
 import zlib
+from array import array
 from collections import deque
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import simpy
 
-from .errors import check_choice, check_int, check_number
+from ..core.config import Float, Int, NonNeg, PosInt, at, config
 
 SEMANTICS = ("franz-go", "librdkafka")
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class KafkaProducerConfig:
-    """The client and the topic.
+    """The client and the topic (``[producer]``).
 
     Parameters
     ----------
@@ -72,32 +73,17 @@ class KafkaProducerConfig:
         Bytes a record adds to a batch beyond its value (key, headers, framing).
     """
 
-    semantics: str = "franz-go"
-    linger_ms: float = 10.0
-    n_partitions: int = 1
-    n_brokers: int = 1
-    batch_max_bytes: int = 1_048_576
-    batch_num_messages: int = 10_000
-    max_buffered_records: int = 10_000
-    max_inflight_per_broker: int = 1
-    append_ms: float = 1.0
-    append_ratios: tuple[float, ...] = ()
-    record_overhead_bytes: int = 70
-
-    def __post_init__(self) -> None:
-        owner = "KafkaProducerConfig"
-        check_choice(owner, "semantics", self.semantics, SEMANTICS)
-        check_number(owner, "linger_ms", self.linger_ms)
-        check_int(owner, "n_partitions", self.n_partitions, minimum=1)
-        check_int(owner, "n_brokers", self.n_brokers, minimum=1)
-        check_int(owner, "batch_max_bytes", self.batch_max_bytes, minimum=1)
-        check_int(owner, "batch_num_messages", self.batch_num_messages, minimum=1)
-        check_int(owner, "max_buffered_records", self.max_buffered_records, minimum=1)
-        check_int(owner, "max_inflight_per_broker", self.max_inflight_per_broker, minimum=1)
-        check_number(owner, "append_ms", self.append_ms)
-        for r in self.append_ratios:
-            check_number(owner, "append_ratios", r, strict=True)
-        check_int(owner, "record_overhead_bytes", self.record_overhead_bytes)
+    semantics: Literal["franz-go", "librdkafka"] = "franz-go"
+    linger_ms: NonNeg = 10.0
+    n_partitions: Annotated[PosInt, at.Le(1_000_000)] = 1
+    n_brokers: Annotated[PosInt, at.Le(100_000)] = 1
+    batch_max_bytes: PosInt = 1_048_576
+    batch_num_messages: PosInt = 10_000
+    max_buffered_records: PosInt = 10_000
+    max_inflight_per_broker: PosInt = 1
+    append_ms: NonNeg = 1.0
+    append_ratios: tuple[Annotated[Float, at.Gt(0)], ...] = ()
+    record_overhead_bytes: Annotated[Int, at.Ge(0)] = 70
 
 
 def partition_of(key: str | None, index: int, n_partitions: int) -> int:
@@ -110,7 +96,7 @@ def partition_of(key: str | None, index: int, n_partitions: int) -> int:
 class KafkaProducer:
     """The client. ``produce(msg)`` returns ``None``, or an event while Produce blocks.
 
-    ``on_append(records, time)`` is called when the broker has appended a request.
+    ``on_append(records, time, request)`` is called when the broker has appended a request.
     """
 
     def __init__(self, env: simpy.Environment, config: KafkaProducerConfig,
@@ -134,6 +120,11 @@ class KafkaProducer:
         self._linger_s = config.linger_ms / 1e3
         self._append_s = config.append_ms / 1e3
         self.requests = 0
+        # one entry per produce request: its broker, records, and when it was sent and acked
+        self.request_broker = array("q")
+        self.request_records = array("q")
+        self.request_sent = array("d")
+        self.request_acked = array("d")
         self._rng = rng
         self._ratios = list(config.append_ratios)
 
@@ -237,7 +228,12 @@ class KafkaProducer:
             self._send(broker, records)
 
     def _send(self, broker: int, records: list[int]) -> None:
+        request = self.requests
         self.requests += 1
+        self.request_broker.append(broker)
+        self.request_records.append(len(records))
+        self.request_sent.append(self.env.now)
+        self.request_acked.append(float("nan"))
         self._inflight[broker] += 1
         append = self._append_s
         if self._ratios:
@@ -245,12 +241,13 @@ class KafkaProducer:
         done_at = max(self.env.now + append, self._broker_free_at[broker])  # in order
         self._broker_free_at[broker] = done_at
         self.env.timeout(done_at - self.env.now).callbacks.append(
-            lambda _e: self._acked(broker, records))
+            lambda _e: self._acked(broker, records, request))
 
-    def _acked(self, broker: int, records: list[int]) -> None:
+    def _acked(self, broker: int, records: list[int], request: int) -> None:
         self._inflight[broker] -= 1
         self._buffered -= len(records)
-        self._on_append(records, self.env.now)
+        self.request_acked[request] = self.env.now
+        self._on_append(records, self.env.now, request)
         while self._blocked and self._buffered < self.config.max_buffered_records:
             msg, event = self._blocked.popleft()
             self._add(msg)

@@ -1,6 +1,6 @@
 """Fit the batch-call service model to measured latencies (scipy), and write a models/ file.
 
-Input: raw per-call samples in the long format of ``shared/data/aerospike-loopback``
+Input: raw per-call samples in the long format of the recorded Aerospike 8.1 loopback data
 (columns ``op, batch_size, concurrency, latency_s``): ``batch_read`` calls of 1 to 4096 keys
 and single-record ``get`` calls, by client concurrency.
 
@@ -33,10 +33,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from .batcher import BatcherConfig
-from .producers import BlockWorkload
-from .service import ServiceConfig
-from .simulation import Case, simulate
+from ..batching import BatcherConfig, BlockWorkload, Case, ServiceConfig, simulate
+from ..core.errors import ConfigError
 
 N_RATIO_POINTS = 100
 
@@ -48,11 +46,20 @@ class ServiceFit:
     n_samples: int
 
 
+COLUMNS = ("op", "batch_size", "concurrency", "latency_s")
+
+
 def load_samples(path: str | Path) -> pd.DataFrame:
-    df = pd.read_csv(path)
-    missing = {"op", "batch_size", "concurrency", "latency_s"} - set(df.columns)
+    """Raw samples from a CSV with the columns ``op, batch_size, concurrency, latency_s``."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError.parameter("fit-service", "samples", "a readable CSV file",
+                                    f"{path} ({exc})") from None
+    missing = sorted(set(COLUMNS) - set(df.columns))
     if missing:
-        raise ValueError(f"{path}: missing columns {sorted(missing)}")
+        raise ConfigError.parameter("fit-service", "samples", "a CSV with the columns "
+                                    + ", ".join(COLUMNS), f"{path} without {missing}")
     return df
 
 
@@ -94,7 +101,7 @@ def fit_service(df: pd.DataFrame, *, max_size: int = 2000, calls: int = 400) -> 
                          single_record_us=None if single is None else round(single, 3))
     conc = df[(df.op == "batch_read") & (df.concurrency > 1) & (df.batch_size <= max_size)]
     measured = conc.groupby(["batch_size", "concurrency"]).latency_s.median()
-    best, best_err = None, math.inf
+    best, best_err = base, math.inf
     for k in (1, 2, 3, 4):
         cfg = replace(base, max_in_flight=k)
         errs = [abs(math.log(np.median(closed_loop_latencies(cfg, int(n), int(c), calls=calls))
@@ -111,7 +118,7 @@ def check_fit(df: pd.DataFrame, config: ServiceConfig, calls: int = 2000) -> pd.
     cells = df[df.op == "batch_read"].groupby(["batch_size", "concurrency"]).latency_s
     for (n, c), lat in cells:
         pred = closed_loop_latencies(config, int(n), int(c), calls=calls)
-        row = {"batch_size": int(n), "concurrency": int(c)}
+        row: dict[str, float] = {"batch_size": int(n), "concurrency": int(c)}
         for name, q in (("median", 0.5), ("p90", 0.9), ("p99", 0.99)):
             row[f"measured_{name}_s"] = float(lat.quantile(q))
             row[f"predicted_{name}_s"] = float(np.quantile(pred, q))

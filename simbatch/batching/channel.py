@@ -1,6 +1,6 @@
 """A buffered Go channel with one receiver: the item queue in front of a go-batcher worker.
 
-Models go-batcher's ``chan`` of capacity ``64 x size`` (mechanisms.md section 1): ``Put``
+Models go-batcher's ``chan`` of capacity ``64 x size`` (``batcher.go``, all versions): ``Put``
 first tries a non-blocking send and falls back to a blocking one, so a producer blocks while
 the buffer is full. As in the Go runtime, blocked senders wait in FIFO order, and a receive
 from a full buffer moves the first blocked sender's value into the buffer and wakes that

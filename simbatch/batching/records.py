@@ -25,7 +25,8 @@ Batch frame columns
     ``stats_set_s`` the part of the statistics in the map's Set, ``app_s`` the service's own
     CPU on the batch's records, ``stats_lock_wait_s`` the time the parse waited for the
     statistics lock (its statistics phase less the CPU it spent there).
-Every frame also carries ``scenario``, ``case``, ``replication`` and ``seed`` columns.
+A run's frames (:meth:`simbatch.core.engine.Run.frames`) also carry ``scenario``, ``case``,
+``replication`` and ``seed`` columns.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Producers in front of a batcher: a block of transactions (closed loop) or open arrivals.
 
-Block workload (teranode ``BatchPreviousOutputsDecorate``, mechanisms.md section 2): N
+Block workload (teranode ``BatchPreviousOutputsDecorate``, ``stores/utxo/aerospike/get.go``): N
 transactions, each with a number of inputs drawn from a distribution; a transaction puts its
 inputs one Put at a time and waits until all of them are done. ``fanout = "sequential"`` is
 the pre-PR #893 serial loop; ``fanout = "errgroup"`` is an ``errgroup`` with ``SetLimit(cap)``
@@ -15,40 +15,26 @@ transaction's items, which keep their FIFO order in the channel's sender queue.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import simpy
 
-from .distributions import Distribution, from_spec
-from .errors import (
-    ConfigError,
-    check_bool,
-    check_choice,
-    check_int,
-    check_number,
-    check_optional_int,
-)
+from ..core.config import Bool, PosFloat, PosInt, Rule, config
+from ..core.distributions import Quantity, as_distribution
 
 FANOUTS = ("sequential", "errgroup")
 ARRIVALS = ("poisson", "periodic")
 
 
-def _inputs(owner: str, spec: Any) -> Distribution:
-    if hasattr(spec, "sample"):
-        return spec
-    return from_spec(spec, owner, "inputs_per_tx")
-
-
-@dataclass(frozen=True, kw_only=True)
+@config
 class BlockWorkload:
-    """A block of ``n_transactions`` closed-loop transactions.
+    """A block of ``n_transactions`` closed-loop transactions (``[workload] kind = "block"``).
 
     Parameters
     ----------
     n_transactions : int
-    inputs_per_tx : Distribution or number or table
+    inputs_per_tx : number or distribution table
         Inputs (items) per transaction; rounded to whole items when sampled.
     fanout : {"sequential", "errgroup"}
     cap : int or None
@@ -63,35 +49,30 @@ class BlockWorkload:
     4
     """
 
-    n_transactions: int = 1000
-    inputs_per_tx: Any = 3
-    fanout: str = "sequential"
-    cap: int | None = None
-    key_space: int | None = None
-    distribution: Distribution = field(init=False, repr=False, compare=False)
+    kind: Literal["block"] = "block"
+    n_transactions: PosInt = 1000
+    inputs_per_tx: Quantity = 3
+    fanout: Literal["sequential", "errgroup"] = "sequential"
+    cap: PosInt | None = None
+    key_space: PosInt | None = None
+    RULES = (Rule("cap", "set when fanout = 'errgroup'",
+                  lambda w: w.fanout != "errgroup" or w.cap is not None),
+             Rule("cap", "unset when fanout = 'sequential'",
+                  lambda w: w.fanout != "sequential" or w.cap is None))
 
-    def __post_init__(self) -> None:
-        owner = "BlockWorkload"
-        check_int(owner, "n_transactions", self.n_transactions, minimum=1)
-        check_choice(owner, "fanout", self.fanout, FANOUTS)
-        check_optional_int(owner, "cap", self.cap)
-        check_optional_int(owner, "key_space", self.key_space)
-        if self.fanout == "errgroup" and self.cap is None:
-            raise ConfigError("The 'cap' parameter of BlockWorkload must be set when "
-                              "fanout = 'errgroup'; got None.")
-        if self.fanout == "sequential" and self.cap is not None:
-            raise ConfigError("The 'cap' parameter of BlockWorkload must be unset when "
-                              f"fanout = 'sequential'; got {self.cap!r}.")
-        object.__setattr__(self, "distribution", _inputs(owner, self.inputs_per_tx))
+    @property
+    def distribution(self):
+        return as_distribution(self.inputs_per_tx)
 
     @property
     def concurrency(self) -> int:
-        return 1 if self.fanout == "sequential" else int(self.cap)
+        return 1 if self.fanout == "sequential" else int(self.cap or 1)
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
 class OpenLoopWorkload:
-    """Transactions arriving at ``rate_per_s`` (Poisson or periodic), not waiting.
+    """Transactions arriving at ``rate_per_s`` (Poisson or periodic), not waiting
+    (``[workload] kind = "open_loop"``).
 
     Parameters
     ----------
@@ -99,29 +80,24 @@ class OpenLoopWorkload:
     rate_per_s : float
         Transactions per second.
     arrival : {"poisson", "periodic"}
-    inputs_per_tx : Distribution or number or table
+    inputs_per_tx : number or distribution table
     key_space : int or None
     close_after_last : bool
         Close the batcher right after the last arrival (its remainder flushes with trigger
         ``close``) instead of letting the timer flush it.
     """
 
-    n_transactions: int = 10_000
-    rate_per_s: float = 1000.0
-    arrival: str = "poisson"
-    inputs_per_tx: Any = 1
-    key_space: int | None = None
-    close_after_last: bool = False
-    distribution: Distribution = field(init=False, repr=False, compare=False)
+    kind: Literal["open_loop"] = "open_loop"
+    n_transactions: PosInt = 10_000
+    rate_per_s: PosFloat = 1000.0
+    arrival: Literal["poisson", "periodic"] = "poisson"
+    inputs_per_tx: Quantity = 1
+    key_space: PosInt | None = None
+    close_after_last: Bool = False
 
-    def __post_init__(self) -> None:
-        owner = "OpenLoopWorkload"
-        check_int(owner, "n_transactions", self.n_transactions, minimum=1)
-        check_number(owner, "rate_per_s", self.rate_per_s, strict=True)
-        check_choice(owner, "arrival", self.arrival, ARRIVALS)
-        check_optional_int(owner, "key_space", self.key_space)
-        check_bool(owner, "close_after_last", self.close_after_last)
-        object.__setattr__(self, "distribution", _inputs(owner, self.inputs_per_tx))
+    @property
+    def distribution(self):
+        return as_distribution(self.inputs_per_tx)
 
 
 class Producers:
@@ -137,9 +113,6 @@ class Producers:
         self.recorder = recorder
         self.batcher = None
         counts = np.rint(workload.distribution.sample(rngs["inputs"], workload.n_transactions))
-        if counts.size and counts.min() < 0:
-            raise ConfigError("The 'inputs_per_tx' parameter of the workload must give counts "
-                              f">= 0; got a sample of {int(counts.min())}.")
         self._counts = counts.astype(np.int64).tolist()
         n_items = int(sum(self._counts))
         ks = workload.key_space

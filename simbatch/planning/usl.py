@@ -3,8 +3,8 @@
 Non-linear least squares with ``gamma`` free (as R's ``usl`` package does), by
 ``scipy.optimize.curve_fit`` with alpha, beta >= 0. The USL is a curve, not a mechanism: it is
 fitted here beside simbatch's contention model so results can be compared with the tools
-users know (anchors.md section 2). Oracle: the ``specsdm91`` data set gives alpha 0.02773,
-beta 1.044e-4, gamma 90.0.
+users know (R's usl package; N. J. Gunther, Guerrilla Capacity Planning). Oracle: the
+``specsdm91`` data set gives alpha 0.02773, beta 1.044e-4, gamma 90.0.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import curve_fit
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def usl(n, alpha: float, beta: float, gamma: float):

@@ -1,8 +1,8 @@
 """The cost of one flush: one batch call to the database.
 
 Models a go-batcher flush callback such as teranode's ``sendOutpointBatch``
-(mechanisms.md section 2): one ``BatchOperate`` whose cost is a fixed round-trip plus a cost
-per record, or per **unique key** when the callback deduplicates parents first. A batch of
+(``stores/utxo/aerospike/get.go``): one ``BatchOperate`` whose cost is a fixed round-trip plus
+a cost per record, or per **unique key** when the callback deduplicates parents first. A batch of
 exactly one record takes the Aerospike client's single-record path (``executeSingle``), which
 has its own cost. ``max_in_flight`` is a permit pool in front of every call, like teranode's
 ``uaerospike`` connection throttle (ConnectionQueueSize permits) or a server that works on a
@@ -13,11 +13,12 @@ Service time of a batch of n records (or n unique keys)::
     S = (fixed_us + per_record_us * n) * noise        (n > 1, or no single-record cost set)
     S = single_record_us * noise                      (n == 1 and single_record_us set)
 
-After the call returns, the client parses the batch on its own cores (``client_cores``, a FIFO
-pool; ``None`` = unlimited): ``client_parse_ns_per_record`` per record, plus the per-record
-statistics of :mod:`simbatch.clientstats` (``stats_*``), whose lock contention depends on how
-many parses update the same counter map at that moment and whose lock is a server the parses
-share (a parse waits for it while it is busy), plus ``app_ns_per_record``: the service's own
+After the call returns, the client parses the batch on its own cores (``[service.client]``
+``cores``, a FIFO pool; ``None`` = unlimited): ``parse_ns_per_record`` per record, plus the
+per-record statistics of :mod:`simbatch.batching.clientstats` (``[service.stats]``), whose lock
+contention depends on how many parses update the same counter map at that moment and whose
+lock is a server the parses share (a parse waits for it while it is busy), plus
+``app_ns_per_record``: the service's own
 CPU per record on the same cores (what a CPU profile shows beside the client: validation,
 serialisation). So statistics overhead, lock capacity and core count show up in block time
 and latency, and the share of the process CPU spent in statistics is what a profile would
@@ -32,21 +33,43 @@ fitted model keeps the measured shape of the tail.
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import numpy as np
 import simpy
 
-from .clientstats import VARIANTS, StatsConfig, StatsLocks
-from .cpu import CPUConfig, FifoPool
-from .errors import check_bool, check_choice, check_int, check_number, check_optional_int, fail
+from ..core.config import Bool, Field, Float, NonNeg, PosInt, Rule, at, config
+from ..core.cpu import CPUConfig
+from ..core.pool import FifoPool
+from .clientstats import StatsConfig, StatsLocks
 
 NOISES = ("constant", "lognormal", "empirical")
 COST_BASES = ("records", "unique_keys")
 
 
-@dataclass(frozen=True, kw_only=True)
+@config
+class ClientConfig:
+    """The client's CPU after a call returns, on the client's cores (``[service.client]``).
+
+    Parameters
+    ----------
+    parse_ns_per_record : float
+        Client CPU to parse one returned record.
+    app_ns_per_record : float
+        The service's own CPU per record on the same cores (validation, serialisation).
+    cores : int or None
+        Client cores the parses share (FIFO); ``None`` = unlimited.
+    line_ns : float
+        Cache-line transfer cost between client cores (for the statistics lock).
+    """
+
+    parse_ns_per_record: NonNeg = 0.0
+    app_ns_per_record: NonNeg = 0.0
+    cores: PosInt | None = None
+    line_ns: NonNeg = 80.0
+
+
+@config
 class ServiceConfig:
     """Service-time model of one batch call.
 
@@ -72,23 +95,10 @@ class ServiceConfig:
     is_sleep : bool
         The flush is a sleep (a benchmark's stand-in for the database), so it ends with a
         timer wake-up and the host's ``timer_overshoot_us`` is added to it.
-    timer_overshoot_us : float
-        How late the host's timers fire; set through the scenario's ``[host]`` table.
-    client_parse_ns_per_record : float
-        Client CPU to parse one returned record (0 = no client stage).
-    client_cores : int or None
-        Client cores the parses share (FIFO); ``None`` = unlimited.
-    client_line_ns : float
-        Cache-line transfer cost between client cores (for the statistics lock).
-    app_ns_per_record : float
-        The service's own CPU per record on the client cores, outside the client.
-    stats_variant, stats_read_ns, stats_write_ns, stats_lock_lines, stats_local_ns,
-    stats_sample_every, stats_shards
-        The per-record statistics (see :class:`simbatch.clientstats.StatsConfig`).
-    stats_command_types : int
-        Counter maps the batches spread over, one per (namespace, command type): batch ``i``
-        updates map ``i % stats_command_types`` (2 for a workload of batch reads and writes).
-        Each map's lock is a shared server (:class:`simbatch.clientstats.StatsLocks`).
+    client : ClientConfig
+        The client's CPU per returned record (``[service.client]``).
+    stats : StatsConfig
+        The client's per-record statistics (``[service.stats]``).
 
     Examples
     --------
@@ -96,58 +106,24 @@ class ServiceConfig:
     0.000348
     """
 
-    fixed_us: float = 500.0
-    per_record_us: float = 0.0
-    cost_basis: str = "records"
-    noise: str = "constant"
-    sigma: float = 0.0
-    ratios: tuple[float, ...] = ()
-    single_record_us: float | None = None
-    max_in_flight: int | None = None
-    is_sleep: bool = False
-    timer_overshoot_us: float = 0.0
-    client_parse_ns_per_record: float = 0.0
-    client_cores: int | None = None
-    client_line_ns: float = 80.0
-    app_ns_per_record: float = 0.0
-    stats_variant: str = "disabled"
-    stats_read_ns: float = 25.0
-    stats_write_ns: float = 45.0
-    stats_lock_lines: float = 2.0
-    stats_local_ns: float = 2.0
-    stats_sample_every: int = 100
-    stats_shards: int = 16
-    stats_command_types: int = 1
+    fixed_us: NonNeg = 500.0
+    per_record_us: NonNeg = 0.0
+    cost_basis: Literal["records", "unique_keys"] = "records"
+    noise: Literal["constant", "lognormal", "empirical"] = "constant"
+    sigma: Annotated[Float, at.Ge(0), at.Le(10)] = 0.0
+    ratios: tuple[Annotated[Float, at.Gt(0)], ...] = ()
+    single_record_us: NonNeg | None = None
+    max_in_flight: PosInt | None = None
+    is_sleep: Bool = False
+    client: ClientConfig = Field(default_factory=ClientConfig)
+    stats: StatsConfig = Field(default_factory=StatsConfig)
+    RULES = (Rule("ratios", "a non-empty list when noise = 'empirical'",
+                  lambda c: c.noise != "empirical" or len(c.ratios) > 0),)
 
-    def __post_init__(self) -> None:
-        owner = "ServiceConfig"
-        check_number(owner, "fixed_us", self.fixed_us)
-        check_number(owner, "per_record_us", self.per_record_us)
-        check_choice(owner, "cost_basis", self.cost_basis, COST_BASES)
-        check_choice(owner, "noise", self.noise, NOISES)
-        check_number(owner, "sigma", self.sigma)
-        if self.single_record_us is not None:
-            check_number(owner, "single_record_us", self.single_record_us)
-        check_optional_int(owner, "max_in_flight", self.max_in_flight)
-        check_bool(owner, "is_sleep", self.is_sleep)
-        for name in ("client_parse_ns_per_record", "client_line_ns", "app_ns_per_record",
-                     "stats_read_ns", "stats_write_ns", "stats_lock_lines", "stats_local_ns"):
-            check_number(owner, name, getattr(self, name))
-        check_optional_int(owner, "client_cores", self.client_cores)
-        check_choice(owner, "stats_variant", self.stats_variant, VARIANTS)
-        check_int(owner, "stats_sample_every", self.stats_sample_every, minimum=1)
-        check_int(owner, "stats_shards", self.stats_shards, minimum=1)
-        check_int(owner, "stats_command_types", self.stats_command_types, minimum=1)
-        check_number(owner, "timer_overshoot_us", self.timer_overshoot_us)
-        if self.noise == "empirical":
-            if len(self.ratios) == 0:
-                raise fail(owner, "ratios", "a non-empty list when noise = 'empirical'", [])
-            for r in self.ratios:
-                check_number(owner, "ratios", r, strict=True)
-
-    def median_s(self, n: int) -> float:
-        """Median service time of a call of ``n`` records (or unique keys), in seconds."""
-        late = self.timer_overshoot_us if self.is_sleep else 0.0
+    def median_s(self, n: int, late_us: float = 0.0) -> float:
+        """Median service time of a call of ``n`` records (or unique keys), in seconds;
+        ``late_us``: how late the host's timers fire, added when the call is a sleep."""
+        late = late_us if self.is_sleep else 0.0
         if n == 1 and self.single_record_us is not None:
             return (self.single_record_us + late) / 1e6
         return round((self.fixed_us + self.per_record_us * n + late) / 1e6, 12)
@@ -159,6 +135,12 @@ class ServiceConfig:
             data = np.asarray(self.ratios, dtype=float)
             return data[rng.integers(0, data.size, size)]
         return np.ones(size)
+
+    @property
+    def has_client_stage(self) -> bool:
+        c = self.client
+        return (c.parse_ns_per_record > 0 or c.app_ns_per_record > 0
+                or self.stats.variant != "disabled")
 
 
 class BatchService:
@@ -178,28 +160,25 @@ class BatchService:
     _CHUNK = 4096
 
     def __init__(self, env: simpy.Environment, config: ServiceConfig,
-                 rng: np.random.Generator, recorder, on_done=None) -> None:
+                 rng: np.random.Generator, recorder, on_done=None,
+                 late_us: float = 0.0) -> None:
         self.env = env
         self.config = config
         self.rng = rng
         self.recorder = recorder
         self.on_done = on_done
+        self._late_us = late_us
         self._noise: list[float] = []
-        self._in_service = 0
-        self._waiting: deque = deque()
+        self._permits = FifoPool(env, config.max_in_flight) if config.max_in_flight else None
         self._constant = config.noise == "constant"
-        c = config
-        self._client = (c.client_parse_ns_per_record > 0 or c.app_ns_per_record > 0
-                        or c.stats_variant != "disabled")
-        self._stats = StatsConfig(variant=c.stats_variant, read_ns=c.stats_read_ns,
-                                  write_ns=c.stats_write_ns, lock_lines=c.stats_lock_lines,
-                                  local_ns=c.stats_local_ns, sample_every=c.stats_sample_every,
-                                  shards=c.stats_shards)
-        cores = c.client_cores or 1024
-        self._client_cpu = CPUConfig(cores=cores, line_near_ns=c.client_line_ns,
+        self._client = config.has_client_stage
+        client = config.client
+        self._stats = config.stats
+        cores = client.cores or 1024
+        self._client_cpu = CPUConfig(cores=cores, line_near_ns=client.line_ns,
                                      domain_cores=cores)
-        self._client_cores = FifoPool(env, c.client_cores) if c.client_cores else None
-        self._locks = StatsLocks(env, self._stats, self._client_cpu, c.stats_command_types)
+        self._client_cores = FifoPool(env, client.cores) if client.cores else None
+        self._locks = StatsLocks(env, self._stats, self._client_cpu)
         self._parsing = 0
 
     def close_batch(self, items: list[int], trigger: str, opened_at: float) -> int:
@@ -208,22 +187,20 @@ class BatchService:
 
     def submit(self, batch_id: int, items: list[int]) -> simpy.Event:
         """Start (or queue for a permit) the call of a closed batch; succeeds when done."""
-        limit = self.config.max_in_flight
-        if limit is None and not self._client:
+        if self._permits is None and not self._client:
             return self._start(batch_id, items, None)
         done = self.env.event()
-        if limit is None or self._in_service < limit:
+        if self._permits is None:
             self._start(batch_id, items, done)
         else:
-            self._waiting.append((batch_id, items, done))
+            self._permits.acquire(lambda: self._start(batch_id, items, done))
         return done
 
     def _start(self, batch_id: int, items: list[int], done: simpy.Event | None) -> simpy.Event:
-        self._in_service += 1
         n = len(items)
         if self.config.cost_basis == "unique_keys":
             n = self.recorder.count_unique_keys(items)
-        duration = self.config.median_s(n)
+        duration = self.config.median_s(n, self._late_us)
         if not self._constant:
             if not self._noise:
                 self._noise = self.config.noise_samples(self.rng, self._CHUNK).tolist()
@@ -234,10 +211,9 @@ class BatchService:
         return timeout
 
     def _server_done(self, batch_id: int, items: list[int], done, n: int) -> None:
-        self._in_service -= 1
         self.recorder.batch_server_returned(batch_id, self.env.now)
-        if self._waiting and self._in_service < (self.config.max_in_flight or 0):
-            self._start(*self._waiting.popleft())
+        if self._permits is not None:
+            self._permits.release()
         if not self._client:
             self._finish(batch_id, items, done)
         elif self._client_cores is None:
@@ -250,8 +226,8 @@ class BatchService:
         # the parse loop (its own CPU, then the locked statistics updates), then the
         # service's own work on the records, all on the core this parse holds
         self._parsing += 1
-        parse_ns = n * self.config.client_parse_ns_per_record
-        app_ns = n * self.config.app_ns_per_record
+        parse_ns = n * self.config.client.parse_ns_per_record
+        app_ns = n * self.config.client.app_ns_per_record
         unlocked_ns = self._stats.unlocked_ns(n, self._parsing, self._client_cpu)
 
         def parsed(_ev):

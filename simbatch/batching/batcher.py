@@ -1,4 +1,5 @@
-"""The size-or-timer batcher of ``bsv-blockchain/go-batcher`` (mechanisms.md section 1).
+"""The size-or-timer batcher of ``bsv-blockchain/go-batcher`` (its ``batcher.go``, v1.1.0 to
+v2.0.6).
 
 Modelled, by version:
 
@@ -20,6 +21,9 @@ Modelled, by version:
 * **Close** (v2.0.4+): drain the channel, dispatch the remainder synchronously in chunks of at
   most ``size``, wait for in-flight background batches.
 
+The host's timers fire late by ``HostConfig.timer_overshoot_us`` (the scenario's ``[host]``
+table), applied to the timer and to ticks.
+
 Simplifications: ``Trigger()``, PutBatch and greedy accumulate are not modelled. Work at one
 simulated instant is ordered by SimPy's event queue, so when a timer and an item are ready
 at the same instant the one scheduled first wins (Go's select picks at random).
@@ -27,19 +31,14 @@ at the same instant the one scheduled first wins (Go's select picks at random).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import simpy
 
+from ..core.config import Bool, Float, PosInt, Rule, at, config
+from ..core.pool import FifoPool
+from ..core.work import EventGuard
 from .channel import Channel
-from .errors import (
-    ConfigError,
-    check_bool,
-    check_choice,
-    check_int,
-    check_number,
-    check_optional_int,
-)
 
 TIMERS = ("first_item", "cycle")
 DISPATCHES = ("inline", "background", "pool")
@@ -48,7 +47,12 @@ SIZE, TIMER, DRAIN, CLOSE, TICK = "size", "timer", "drain", "close", "tick"
 TRIGGERS = (SIZE, TIMER, DRAIN, CLOSE, TICK)
 
 
-@dataclass(frozen=True, kw_only=True)
+# Periodic timers below a microsecond are no timer a Go program runs, and would make a run
+# of millions of firings: refused.
+MIN_PERIOD_MS = 1e-3
+
+
+@config
 class BatcherConfig:
     """Settings of one go-batcher instance.
 
@@ -70,10 +74,6 @@ class BatcherConfig:
         Pool size for ``dispatch = "pool"`` (required there, not allowed elsewhere).
     queue_factor : int
         Channel capacity in multiples of ``size`` (go-batcher: 64).
-    timer_overshoot_us : float
-        How late the host's timers fire (Go runtime timer wake-up; golang/go#44343 shows it
-        is platform-dependent). Applied to the timer and to ticks. Usually set once per host
-        through the scenario's ``[host]`` table.
 
     Examples
     --------
@@ -81,43 +81,26 @@ class BatcherConfig:
     6400
     """
 
-    size: int = 100
-    timeout_ms: float = 10.0
-    timer: str = "first_item"
-    tick_ms: float | None = None
-    drain: bool = False
-    dispatch: str = "inline"
-    max_concurrent: int | None = None
-    queue_factor: int = 64
-    timer_overshoot_us: float = 0.0
-
-    def __post_init__(self) -> None:
-        owner = "BatcherConfig"
-        check_number(owner, "timer_overshoot_us", self.timer_overshoot_us)
-        check_int(owner, "size", self.size, minimum=1)
-        check_number(owner, "timeout_ms", self.timeout_ms)
-        check_choice(owner, "timer", self.timer, TIMERS)
-        if self.tick_ms is not None:
-            check_number(owner, "tick_ms", self.tick_ms, strict=True)
-        check_bool(owner, "drain", self.drain)
-        check_choice(owner, "dispatch", self.dispatch, DISPATCHES)
-        check_optional_int(owner, "max_concurrent", self.max_concurrent)
-        check_int(owner, "queue_factor", self.queue_factor, minimum=1)
-        if self.timer == "cycle" and self.timeout_ms == 0 and self.tick_ms is None \
-                and not self.drain:
-            raise ConfigError("The 'timeout_ms' parameter of BatcherConfig must be > 0 with "
-                              "timer = 'cycle' (a zero cycle never lets time advance); got 0.")
-        if self.dispatch == "pool" and self.max_concurrent is None:
-            raise ConfigError("The 'max_concurrent' parameter of BatcherConfig must be set "
-                              "when dispatch = 'pool'; got None.")
-        if self.dispatch != "pool" and self.max_concurrent is not None:
-            raise ConfigError("The 'max_concurrent' parameter of BatcherConfig must be unset "
-                              f"unless dispatch = 'pool'; got {self.max_concurrent!r} with "
-                              f"dispatch = {self.dispatch!r}.")
-        if self.drain and self.tick_ms is not None:
-            raise ConfigError("The 'drain' parameter of BatcherConfig must be false when "
-                              f"tick_ms is set (go-batcher forbids both); got True with "
-                              f"tick_ms = {self.tick_ms!r}.")
+    size: PosInt = 100
+    timeout_ms: Annotated[Float, at.Ge(0)] = 10.0
+    timer: Literal["first_item", "cycle"] = "first_item"
+    tick_ms: Annotated[Float, at.Ge(MIN_PERIOD_MS)] | None = None
+    drain: Bool = False
+    dispatch: Literal["inline", "background", "pool"] = "inline"
+    max_concurrent: PosInt | None = None
+    queue_factor: PosInt = 64
+    RULES = (
+        Rule("timeout_ms", f">= {MIN_PERIOD_MS:g} with timer = 'cycle' (a cycle re-arms the "
+             "timer whether or not items came)",
+             lambda c: c.timer != "cycle" or c.tick_ms is not None or c.drain
+             or c.timeout_ms >= MIN_PERIOD_MS),
+        Rule("max_concurrent", "set when dispatch = 'pool'",
+             lambda c: c.dispatch != "pool" or c.max_concurrent is not None),
+        Rule("max_concurrent", "unset unless dispatch = 'pool'",
+             lambda c: c.dispatch == "pool" or c.max_concurrent is None),
+        Rule("drain", "false when tick_ms is set (go-batcher forbids both)",
+             lambda c: not (c.drain and c.tick_ms is not None)),
+    )
 
     @property
     def queue_capacity(self) -> int:
@@ -134,20 +117,21 @@ class Batcher:
     """
 
     def __init__(self, env: simpy.Environment, config: BatcherConfig, service, *,
-                 on_enqueue=None) -> None:
+                 on_enqueue=None, overshoot_s: float = 0.0,
+                 guard: EventGuard | None = None) -> None:
         self.env = env
         self.config = config
         self.service = service
         self.channel = Channel(env, config.queue_capacity, on_enqueue)
-        self._timeout_s = (config.timeout_ms + config.timer_overshoot_us / 1e3) / 1e3
-        self._overshoot_s = config.timer_overshoot_us / 1e6
+        self._timeout_s = config.timeout_ms / 1e3 + overshoot_s
+        self._overshoot_s = overshoot_s
+        self._guard = guard or EventGuard(float("inf"))
         self._timer_gen = 0
         self._timer_due = False
         self._tick_due = False
         self._ticker_on = False
         self._closed = False
-        self._busy = 0
-        self._slot_free: simpy.Event | None = None
+        self._slots = FifoPool(env, config.max_concurrent) if config.max_concurrent else None
         self._outstanding = 0                  # background batches not yet finished
         self._drained: simpy.Event | None = None
         self.process: simpy.Process | None = None
@@ -168,6 +152,9 @@ class Batcher:
 
     # ------------------------------------------------------------------ timers
     def _arm_timer(self) -> None:
+        if self.config.timer == "cycle":
+            self._guard.fired("BatcherConfig", "timeout_ms", self.config.timeout_ms,
+                              self.env.now)
         self._timer_gen += 1
         self._timer_due = False
         gen = self._timer_gen
@@ -192,6 +179,7 @@ class Batcher:
             yield self.env.timeout(self._ticker_origin + k * period - self.env.now
                                    + self._overshoot_s)
             k += 1
+            self._guard.fired("BatcherConfig", "tick_ms", self.config.tick_ms, self.env.now)
             if not self._tick_due:
                 self._tick_due = True
                 self.channel.wake_receiver()
@@ -277,13 +265,12 @@ class Batcher:
         if dispatch == "inline":
             yield self.service.submit(batch_id, batch)
             return
-        if dispatch == "pool":
-            while self._busy >= self.config.max_concurrent:
-                self._slot_free = self.env.event()
-                yield self._slot_free
-            self._busy += 1
+        if self._slots is not None:           # dispatch = "pool"
+            slots = self._slots
+            if not slots.try_acquire():
+                yield slots.request()
             done = self.service.submit(batch_id, batch)
-            done.callbacks.append(self._release_slot)
+            done.callbacks.append(lambda _ev: slots.release())
         else:
             done = self.service.submit(batch_id, batch)
         self._outstanding += 1
@@ -293,8 +280,3 @@ class Batcher:
         self._outstanding -= 1
         if self._outstanding == 0 and self._drained is not None:
             self._drained.succeed()
-
-    def _release_slot(self, _event: simpy.Event) -> None:
-        self._busy -= 1
-        if self._slot_free is not None and not self._slot_free.triggered:
-            self._slot_free.succeed()

@@ -1,0 +1,123 @@
+"""The bucket map's engine: cores, costs and a block's map fill and probes.
+
+A case is a machine (``[cpu]``, :class:`simbatch.core.cpu.CPUConfig`), the map's
+per-operation costs (``[costs]``) and a block (``[map]``); the mechanism is in
+:mod:`simbatch.contention.bucketmap`. Random streams: ``counts`` (hashes per bucket slice)
+and ``order`` (the order a subtree ranges over its buckets).
+
+Metrics: ``throughput_ops_per_s`` (map operations per second over both phases),
+``cores_busy`` (mean cores busy), ``total_s``, ``insert_s``, ``insert_ops_per_s``,
+``probe_s``, ``probe_ops_per_s``, ``probe_ns_per_op`` (wall time per probe over all cores),
+``inserted``, ``probed``. Frame: ``phases`` (``phase``; ``seconds``; ``operations``;
+``ops_per_s``; ``cores_busy``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core.config import Field, config
+from ..core.cpu import CPUConfig
+from ..core.engine import CaseBase, PlotSpec, Run, register
+from ..core.errors import check_int, fail
+from ..core.work import Bounds, Work
+from .bucketmap import MapCosts, MapResult, MapWorkload, simulate_map
+
+
+@config
+class ContentionCase(CaseBase):
+    """A machine, the map's costs and one block."""
+
+    cpu: CPUConfig = Field(default_factory=CPUConfig)
+    costs: MapCosts = Field(default_factory=MapCosts)
+    map: MapWorkload = Field(default_factory=MapWorkload)
+
+
+@dataclass
+class ContentionRun(Run):
+    result: MapResult = None  # type: ignore[assignment]
+
+    def _frames(self) -> dict[str, pd.DataFrame]:
+        r = self.result
+        return {"phases": pd.DataFrame({
+            "phase": ["insert", "probe"], "seconds": [r.insert_s, r.probe_s],
+            "operations": [r.inserted, r.probed],
+            "ops_per_s": [r.insert_ops_per_s, r.probe_ops_per_s],
+            "cores_busy": [r.insert_cores_busy,
+                           float(self.case.cpu.cores) if r.probe_s else 0.0]})}
+
+
+def simulate(case: ContentionCase, seed: int = 0, *, bounds: Bounds | None = None
+             ) -> ContentionRun:
+    """One block with ``seed`` (the run's own seed). Every event is a goroutine or a worker
+    message, bounded by the work estimate."""
+    if not isinstance(case, ContentionCase):
+        raise fail("simulate", "case", "a simbatch.contention.ContentionCase",
+                   type(case).__name__)
+    check_int("simulate", "seed", seed)
+    return ContentionRun(case=case, seed=seed,
+                         result=simulate_map(case.cpu, case.costs, case.map, seed))
+
+
+METRICS = ("throughput_ops_per_s", "cores_busy", "total_s", "insert_s", "insert_ops_per_s",
+           "probe_s", "probe_ops_per_s", "probe_ns_per_op", "inserted", "probed")
+
+
+def map_metrics(result: MapResult, cpu: CPUConfig) -> dict[str, float]:
+    """The metrics of one block (see the module docstring)."""
+    total_s = result.insert_s + result.probe_s
+    ops = result.inserted + result.probed
+    busy = (result.insert_cores_busy * result.insert_s + cpu.cores * result.probe_s)
+    return {"throughput_ops_per_s": ops / total_s if total_s else 0.0,
+            "cores_busy": busy / total_s if total_s else 0.0,
+            "total_s": total_s, "insert_s": result.insert_s,
+            "insert_ops_per_s": result.insert_ops_per_s, "probe_s": result.probe_s,
+            "probe_ops_per_s": result.probe_ops_per_s,
+            "probe_ns_per_op": result.probe_ns_per_op,
+            "inserted": float(result.inserted), "probed": float(result.probed)}
+
+
+class ContentionEngine:
+    """The engine of ``[scenario] kind = "contention"``."""
+
+    kind = "contention"
+    case_type = ContentionCase
+    metrics = METRICS
+    headline = ("throughput_ops_per_s", "cores_busy", "total_s", "insert_ops_per_s",
+                "probe_ns_per_op")
+    plots = (PlotSpec("scaling", "cpu.cores", ("throughput_ops_per_s",)),)
+
+    def simulate(self, case: ContentionCase, seed: int, *, bounds: Bounds | None = None
+                 ) -> ContentionRun:
+        return simulate(case, seed, bounds=bounds)
+
+    def run_metrics(self, run: ContentionRun) -> dict[str, float]:
+        return map_metrics(run.result, run.case.cpu)
+
+    def pooled_metrics(self, runs: list[ContentionRun]) -> dict[str, float]:
+        return {}
+
+    def latency_samples(self, runs: list[ContentionRun]) -> np.ndarray | None:
+        return None
+
+    def headline_for(self, summaries: list[Any]) -> tuple[str, ...]:
+        return self.headline
+
+    def work(self, case: ContentionCase) -> Work:
+        wl = case.map
+        slices = float(wl.n_subtrees) * min(wl.n_buckets, max(1, wl.n_tx // wl.n_subtrees))
+        if wl.phases == "probe":
+            slices = 0.0
+        memory = 8.0 * wl.n_subtrees * wl.n_buckets + 400.0 * slices
+        driver, value = "map.n_subtrees", wl.n_subtrees
+        if wl.n_buckets > wl.n_subtrees:
+            driver, value = "map.n_buckets", wl.n_buckets
+        return Work(events=10.0 * slices + 10.0 * wl.n_subtrees, memory_bytes=memory,
+                    driver=driver, value=value)
+
+
+ENGINE = register(ContentionEngine())

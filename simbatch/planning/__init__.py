@@ -1,0 +1,1 @@
+"""The planning face: scenario files, sweeps, plots, model fitting and the USL."""
