@@ -93,19 +93,33 @@ class Engine(Protocol):
     def plots(self) -> tuple[PlotSpec, ...]:
         ...
 
+    @property
+    def report_metrics(self) -> tuple[str, ...]:
+        """What a recommendation shows of each configuration by default (p50, p99,
+        throughput or their engine's counterparts)."""
+        ...
+
     def simulate(self, case: Any, seed: int, *, bounds: Bounds | None = None) -> Any:
         """One run of ``case`` with ``seed`` (a :class:`Run`)."""
         ...
 
     def run_metrics(self, run: Any) -> dict[str, float]: ...
 
-    def pooled_metrics(self, runs: list[Any]) -> dict[str, float]:
+    def pool(self, run: Any) -> dict[str, np.ndarray]:
+        """What :meth:`pooled_metrics` needs of a run (small arrays, shipped back from a
+        worker process in place of the run); ``"latency"``, if there, feeds CDF plots."""
+        ...
+
+    def pooled_metrics(self, pools: list[dict[str, np.ndarray]]) -> dict[str, float]:
         """Metrics taken over the pooled records of all runs (latency percentiles)."""
         ...
 
-    def latency_samples(self, runs: list[Any]) -> np.ndarray | None: ...
-
     def work(self, case: Any) -> Work: ...
+
+    def scaled_load(self, case: Any, factor: float) -> dict[str, Any]:
+        """The workload parameters (dotted keys) that put ``factor`` times the case's load
+        on it: how a planner asks how far its answer moves if the workload moves."""
+        ...
 
     def headline_for(self, summaries: list[Any]) -> tuple[str, ...]:
         """The metrics the command line's table shows for these results."""

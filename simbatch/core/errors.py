@@ -63,6 +63,11 @@ class ConfigError(ValueError):
         return cls(message, owner=owner, field=field, expected=expected, value=value,
                    path=path or (field,))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keep the parts when the error crosses a process boundary (a worker's run)
+        return (_rebuild, (self.message, self.owner, self.field, self.expected, self.value,
+                           self.path, self.where))
+
     def at(self, where: str) -> ConfigError:
         """The same error, said to come from ``where`` (a file, a section path, a key)."""
         return ConfigError(self.message, owner=self.owner, field=self.field,
@@ -74,6 +79,12 @@ class ConfigError(ValueError):
         return ConfigError(self.message, owner=self.owner, field=self.field,
                            expected=self.expected, value=self.value,
                            path=(*names, *self.path), where=self.where)
+
+
+def _rebuild(message: str, owner: str, field: str, expected: str, value: Any,
+             path: tuple[str, ...], where: str) -> ConfigError:
+    return ConfigError(message, owner=owner, field=field, expected=expected, value=value,
+                       path=path, where=where)
 
 
 def fail(owner: str, field: str, expected: str, value: Any = _MISSING) -> ConfigError:

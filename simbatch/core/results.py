@@ -62,18 +62,36 @@ class Summary:
     samples: np.ndarray | None = None     # pooled latency samples (s), for CDF plots
 
 
-def summarize(engine: Engine, name: str, runs: list[Run],
+@dataclass
+class RunRecord:
+    """What a summary needs of one run: its metrics and its pool (see
+    :meth:`simbatch.core.engine.Engine.pool`); small enough to ship from a worker."""
+
+    replication: int
+    seed: int
+    metrics: dict[str, float]
+    pool: dict[str, np.ndarray]
+
+
+def record(engine: Engine, run: Run) -> RunRecord:
+    return RunRecord(run.replication, run.seed, engine.run_metrics(run), engine.pool(run))
+
+
+def summarize(engine: Engine, name: str, runs: Sequence[Run | RunRecord],
               params: Mapping[str, Any] | None = None) -> Summary:
-    """The :class:`Summary` of ``runs`` of one case."""
-    rows = [{"replication": r.replication, "seed": r.seed, **engine.run_metrics(r)}
-            for r in runs]
+    """The :class:`Summary` of the runs (or run records) of one case."""
+    records = [r if isinstance(r, RunRecord) else record(engine, r) for r in runs]
+    rows = [{"replication": r.replication, "seed": r.seed, **r.metrics} for r in records]
     per_run = pd.DataFrame(rows)
     names = [c for c in per_run.columns if c not in ("replication", "seed")]
     metrics = {c: float(per_run[c].mean()) for c in names}
-    metrics.update(engine.pooled_metrics(runs))
+    pools = [r.pool for r in records]
+    metrics.update(engine.pooled_metrics(pools))
     ci = {c: ci95_half_width(per_run[c].to_numpy()) for c in names}
+    latency = [p["latency"] for p in pools if "latency" in p]
     return Summary(name=name, metrics=metrics, ci95=ci, runs=per_run,
-                   params=dict(params or {}), samples=engine.latency_samples(runs))
+                   params=dict(params or {}),
+                   samples=np.concatenate(latency) if latency else None)
 
 
 def param_columns(keys: Sequence[str]) -> dict[str, str]:

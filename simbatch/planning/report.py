@@ -33,7 +33,9 @@ def time_unit(values: Sequence[float]) -> tuple[str, float]:
         return "s", 1.0
     if top >= 1e-3:
         return "ms", 1e3
-    return "us", 1e6
+    if top >= 1e-6:
+        return "us", 1e6
+    return "ns", 1e9
 
 
 def number(value: float | None) -> str:

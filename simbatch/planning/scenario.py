@@ -92,10 +92,54 @@ class Scenario:
     bases: dict[str, str] = field(default_factory=dict)      # label -> its [[cases]] name
     models: dict[str, dict[str, Any]] = field(default_factory=dict)   # file -> provenance
     origins: dict[str, dict[tuple[str, ...], str]] = field(default_factory=dict, repr=False)
+    layers: dict[str, _Layers] = field(default_factory=dict, repr=False)
 
     @property
     def kind(self) -> str:
         return self.engine.kind
+
+    def derive(self, base: str, params: dict[str, Any], label: str, origin: str,
+               keep: bool = True) -> Any:
+        """A new case: case ``base``'s values with the dotted ``params`` set over them (by
+        ``origin``, e.g. a question's knob), labelled ``label``, its params those of
+        ``base`` and these. Checked like any case; an error names where each value came
+        from. ``keep``: remember it (its layers and origins) under ``label``."""
+        layers = self.layers[base].copy()
+        for key, value in params.items():
+            layers.set(tuple(key.split(".")), value, origin)
+        base_case = next(c for c in self.cases if c.name == base)
+        merged = {**base_case.params, **params}
+        self.origins[label] = layers.origin
+        try:
+            case = self.engine.case_type(name=label, params=merged, models=tuple(layers.models),
+                                         **layers.values)
+        except ConfigError as exc:
+            raise self.locate(exc, label) from None
+        finally:
+            if not keep:
+                del self.origins[label]
+        if keep:
+            self.layers[label] = layers
+            self.models.update(layers.models)
+        return case
+
+    def merge(self, sections: dict[str, Any], origin: str, base_dir: Path) -> None:
+        """Merge further section tables (a question's inline sections) into every case."""
+        for case in self.cases:
+            layers = self.layers[case.name]
+            for section, table in sections.items():
+                layers.merge(table, origin, (section,), base_dir)
+            self.origins[case.name] = layers.origin
+            self.models.update(layers.models)
+        self.cases = [self._rebuild(case) for case in self.cases]
+
+    def _rebuild(self, case: Any) -> Any:
+        layers = self.layers[case.name]
+        try:
+            return self.engine.case_type(name=case.name, params=case.params,
+                                         models=tuple(layers.models), **layers.values)
+        except ConfigError as exc:
+            raise self.locate(exc, case.name) from None
 
     def locate(self, error: ConfigError, label: str) -> ConfigError:
         """``error``, raised for case ``label``, said to come from where its value was set."""
@@ -341,7 +385,13 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     (['sequential', 'cap=1'], {'workload.cap': 1})
     """
     path = Path(path)
-    data = read_toml(path)
+    return scenario_from_data(read_toml(path), path, overrides)
+
+
+def scenario_from_data(data: dict[str, Any], path: Path,
+                       overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """A scenario from tables already read (``path``: the file they came from, which errors
+    name and ``model =`` paths are relative to)."""
     meta = _meta(data, path)
     try:
         engine = engine_for(meta.kind)
@@ -406,6 +456,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
                                             "names", label).at(f"{origin}: name")
             scenario.bases[label] = name
             scenario.origins[label] = case_layers.origin
+            scenario.layers[label] = case_layers
             scenario.models.update(case_layers.models)
             try:
                 case = engine.case_type(name=label, params=params,

@@ -17,6 +17,7 @@ from ..core.errors import ConfigError, check_int
 from ..core.results import Summary, cases_table, runs_table, summarize
 from ..core.streams import replication_seed
 from ..core.work import Bounds, check_total, check_work
+from .executors import Executor, SerialExecutor, Task
 from .scenario import Scenario
 
 
@@ -55,10 +56,13 @@ def check_scenario_work(scenario: Scenario, replications: int, bounds: Bounds) -
 
 def run_scenario(scenario: Scenario, *, replications: int | None = None,
                  seed: int | None = None, bounds: Bounds | None = None,
+                 executor: Executor | None = None,
                  progress: Callable[[int, int], None] | None = None) -> list[Summary]:
     """Simulate every case ``replications`` times (default: the file's) and summarize.
 
-    ``progress(done, total)`` is called after each run (the command line draws a bar).
+    ``executor`` runs the replications (default: in this process; see
+    :mod:`simbatch.planning.executors`): every executor gives the same summaries.
+    ``progress(done, total)`` is called as runs finish (the command line draws a bar).
 
     Examples
     --------
@@ -74,23 +78,28 @@ def run_scenario(scenario: Scenario, *, replications: int | None = None,
     bounds = bounds or Bounds()
     check_scenario_work(scenario, reps, bounds)
     engine = scenario.engine
-    out, done, total = [], 0, len(scenario.cases) * reps
-    for case in scenario.cases:
-        runs = []
-        for r in range(reps):
-            try:
-                run = engine.simulate(case, replication_seed(base_seed, r), bounds=bounds)
-            except ConfigError as exc:
-                raise scenario.locate(exc, case.name) from None
-            run.replication, run.scenario = r, scenario.name
-            runs.append(run)
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        summary = summarize(engine, case.name, runs, case.params)
+    seeds = [replication_seed(base_seed, r) for r in range(reps)]
+    tasks = [Task(engine.kind, case, seeds[r], r, bounds)
+             for case in scenario.cases for r in range(reps)]
+    try:
+        records = (executor or SerialExecutor()).run(tasks, progress)
+    except ConfigError as exc:
+        raise scenario.locate(exc, _case_of(exc, scenario)) from None
+    out = []
+    for i, case in enumerate(scenario.cases):
+        summary = summarize(engine, case.name, records[i * reps:(i + 1) * reps], case.params)
         summary.published = scenario.published.get(case.name, {})
         out.append(summary)
     return out
+
+
+def _case_of(error: ConfigError, scenario: Scenario) -> str:
+    """The case a run's error came from (its origins locate the value); the first case
+    whose parameters hold the value, else the first case."""
+    for case in scenario.cases:
+        if case.params.get(".".join(error.path)) == error.value:
+            return str(case.name)
+    return str(scenario.cases[0].name) if scenario.cases else ""
 
 
 def compare(scenario: Scenario, summaries: list[Summary]) -> list[Comparison]:
