@@ -319,6 +319,7 @@ def recommend(question: Question | str | Path, *, executor: Executor | None = No
     return Recommendation(
         question=q, candidates=list(search.evaluated.values()), table=_table(search),
         best=best, closest=closest, current=current, compared=compared,
-        alternatives=[c for c in ranked[1:] if current is None
-                      or c.params != current.params][:3], bindings=_bindings(search, chosen), told_apart=told_apart,
-        replications=reps, sensitivity=sensitivity, command=command, runs=search.runs_done)
+        alternatives=[c for c in ranked[1:]
+                      if current is None or c.params != current.params][:3],
+        bindings=_bindings(search, chosen), told_apart=told_apart, replications=reps,
+        sensitivity=sensitivity, command=command, runs=search.runs_done)
