@@ -26,13 +26,24 @@ show (table R3). A parse waiting for the statistics lock keeps its core in the m
 would park the goroutine and run another on the core); with at least as many client cores
 as parses, as in R3, that changes nothing.
 
-``noise`` is a multiplicative factor with median 1: constant 1, log-normal with shape
-``sigma``, or resampled from measured ratios latency / cell median (``empirical``), so a
-fitted model keeps the measured shape of the tail.
+``noise`` is a multiplicative factor with median 1, one per call: constant 1, log-normal with
+shape ``sigma``, resampled from measured ratios latency / cell median (``empirical``), or
+from the measured ratios of the call's region of batch size (``by_size``, ``[service.tail]``),
+so a fitted model keeps the measured shape of the tail at every size.
+
+The cost has two levels, kept as a regime that persists in time (``[service.regime]``,
+:mod:`simbatch.batching.servicecost`): the slow level above, and a fast one
+(``fast_fixed_us + per_record_us * n``) for a share of the time that is an input
+(``fast_share``, 0 by default). When the server runs on the client's machine
+(``[service.machine] cores``, :mod:`simbatch.batching.hostcores`), a call is CPU work on
+the machine's shared cores (client work under the client's lock, the server's work, wake-ups
+of idle cores) instead of a fixed delay, so calls in flight slow each other down as they did
+on the measured 2-vCPU VM; the permit pool, if set, still stands in front.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 import numpy as np
@@ -42,8 +53,10 @@ from ..core.config import Bool, Field, Float, NonNeg, PosInt, Rule, at, config
 from ..core.cpu import CPUConfig
 from ..core.pool import FifoPool
 from .clientstats import StatsConfig, StatsLocks
+from .hostcores import MachineConfig, SharedMachine
+from .servicecost import CallCost, RegimeConfig, TailConfig, noise_samples
 
-NOISES = ("constant", "lognormal", "empirical")
+NOISES = ("constant", "lognormal", "empirical", "by_size")
 COST_BASES = ("records", "unique_keys")
 
 
@@ -81,8 +94,8 @@ class ServiceConfig:
         Cost per record (or per unique key, see ``cost_basis``), microseconds.
     cost_basis : {"records", "unique_keys"}
         What ``per_record_us`` multiplies.
-    noise : {"constant", "lognormal", "empirical"}
-        Multiplicative variation around the median.
+    noise : {"constant", "lognormal", "empirical", "by_size"}
+        Multiplicative variation around the median, one factor per call.
     sigma : float
         Log-normal shape (std of the log); used when ``noise = "lognormal"``.
     ratios : tuple of float
@@ -95,6 +108,13 @@ class ServiceConfig:
     is_sleep : bool
         The flush is a sleep (a benchmark's stand-in for the database), so it ends with a
         timer wake-up and the host's ``timer_overshoot_us`` is added to it.
+    regime : RegimeConfig
+        The fast cost level and the share of time spent in it (``[service.regime]``).
+    tail : TailConfig
+        Measured ratios by region of batch size, for ``noise = "by_size"``
+        (``[service.tail]``).
+    machine : MachineConfig
+        The cores the client and the server share, if they do (``[service.machine]``).
     client : ClientConfig
         The client's CPU per returned record (``[service.client]``).
     stats : StatsConfig
@@ -109,7 +129,7 @@ class ServiceConfig:
     fixed_us: NonNeg = 500.0
     per_record_us: NonNeg = 0.0
     cost_basis: Literal["records", "unique_keys"] = "records"
-    noise: Literal["constant", "lognormal", "empirical"] = "constant"
+    noise: Literal["constant", "lognormal", "empirical", "by_size"] = "constant"
     sigma: Annotated[Float, at.Ge(0), at.Le(10)] = 0.0
     ratios: tuple[Annotated[Float, at.Gt(0)], ...] = ()
     single_record_us: NonNeg | None = None
@@ -117,8 +137,18 @@ class ServiceConfig:
     is_sleep: Bool = False
     client: ClientConfig = Field(default_factory=ClientConfig)
     stats: StatsConfig = Field(default_factory=StatsConfig)
+    regime: RegimeConfig = Field(default_factory=RegimeConfig)
+    tail: TailConfig = Field(default_factory=TailConfig)
+    machine: MachineConfig = Field(default_factory=MachineConfig)
     RULES = (Rule("ratios", "a non-empty list when noise = 'empirical'",
-                  lambda c: c.noise != "empirical" or len(c.ratios) > 0),)
+                  lambda c: c.noise != "empirical" or len(c.ratios) > 0),
+             Rule("noise", "'by_size' only with [service.tail] ratios",
+                  lambda c: c.noise != "by_size" or len(c.tail.ratios) > 0),
+             Rule("fixed_us", "at least the two wake-ups ([service.machine] wake_us) it "
+                  "includes", lambda c: c.machine.cores is None
+                  or 2 * c.machine.wake_us <= min(c.fixed_us, c.single_record_us or math.inf)),
+             Rule("is_sleep", "false when the server shares the client's cores "
+                  "([service.machine] cores)", lambda c: not (c.is_sleep and c.machine.cores)))
 
     def median_s(self, n: int, late_us: float = 0.0) -> float:
         """Median service time of a call of ``n`` records (or unique keys), in seconds;
@@ -129,18 +159,69 @@ class ServiceConfig:
         return round((self.fixed_us + self.per_record_us * n + late) / 1e6, 12)
 
     def noise_samples(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        if self.noise == "lognormal":
-            return np.exp(self.sigma * rng.standard_normal(size))
-        if self.noise == "empirical":
-            data = np.asarray(self.ratios, dtype=float)
-            return data[rng.integers(0, data.size, size)]
-        return np.ones(size)
+        """``size`` noise factors (not for ``by_size``, whose factor depends on the size)."""
+        return noise_samples(self, rng, size)
 
     @property
     def has_client_stage(self) -> bool:
         c = self.client
         return (c.parse_ns_per_record > 0 or c.app_ns_per_record > 0
                 or self.stats.variant != "disabled")
+
+
+class ServiceCalls:
+    """The batch calls of one service: what each costs (level, tail) and where it runs (a
+    delay, or CPU work on the machine's shared cores).
+
+    Parameters
+    ----------
+    env : simpy.Environment
+    config : ServiceConfig
+    rng : numpy.random.Generator
+        The service-time stream (the regime and the machine's choices draw from child
+        streams of it, only when they are used).
+    late_us : float
+        How late the host's timers fire (added to a call that is a sleep).
+    """
+
+    def __init__(self, env: simpy.Environment, config: ServiceConfig,
+                 rng: np.random.Generator, late_us: float = 0.0) -> None:
+        self.env = env
+        self.config = config
+        m = config.machine
+        self.cost = CallCost(config, rng, wake_us=m.wake_us if m.cores else 0.0)
+        self.machine = (SharedMachine(env, m, rng.spawn(1)[0] if m.pick == "random" else None)
+                        if m.cores else None)
+        self._late_us = late_us
+        self._pre = m.client_pre_share
+
+    def start(self, n: int, on_returned, *, continuing: bool = False,
+              single_path: bool = True) -> simpy.Event | None:
+        """Start a call of ``n`` keys (records); ``on_returned()`` when it returns. Without
+        a shared machine, returns the call's own timeout event. ``continuing``: the caller
+        starts it from inside its previous call's ``on_returned`` (see
+        :meth:`SharedMachine.call`); ``single_path``: a call of one record takes the
+        single-record path (``single_record_us``, as the Go client's ``executeSingle``)."""
+        fast = self.cost.regime.fast_at(self.env.now)
+        factor = self.cost.factor(n)
+        if self.machine is None:
+            if fast or not single_path:
+                duration = self.cost.latency_us(n, fast, single_path) / 1e6
+                if self.config.is_sleep:
+                    duration += self._late_us / 1e6
+            else:
+                duration = self.config.median_s(n, self._late_us)
+            timeout = self.env.timeout(duration * factor)
+            timeout.callbacks.append(lambda _ev: on_returned())
+            return timeout
+        m = self.config.machine
+        fixed, keys, wake = self.cost.parts_us(n, fast, single_path)
+        client = m.client_fixed_share * fixed + m.client_key_share * keys
+        scale = factor * 1e-6
+        self.machine.call(self._pre * client * scale, (fixed + keys - client) * scale,
+                          (1 - self._pre) * client * scale, wake * scale, on_returned,
+                          continuing=continuing)
+        return None
 
 
 class BatchService:
@@ -157,8 +238,6 @@ class BatchService:
         Called with the batch's items when the call completes.
     """
 
-    _CHUNK = 4096
-
     def __init__(self, env: simpy.Environment, config: ServiceConfig,
                  rng: np.random.Generator, recorder, on_done=None,
                  late_us: float = 0.0) -> None:
@@ -167,10 +246,9 @@ class BatchService:
         self.rng = rng
         self.recorder = recorder
         self.on_done = on_done
-        self._late_us = late_us
-        self._noise: list[float] = []
+        self._calls = ServiceCalls(env, config, rng, late_us)
         self._permits = FifoPool(env, config.max_in_flight) if config.max_in_flight else None
-        self._constant = config.noise == "constant"
+        self._direct = self._permits is None and self._calls.machine is None
         self._client = config.has_client_stage
         client = config.client
         self._stats = config.stats
@@ -187,8 +265,10 @@ class BatchService:
 
     def submit(self, batch_id: int, items: list[int]) -> simpy.Event:
         """Start (or queue for a permit) the call of a closed batch; succeeds when done."""
-        if self._permits is None and not self._client:
-            return self._start(batch_id, items, None)
+        if self._direct and not self._client:
+            event = self._start(batch_id, items, None)
+            assert event is not None            # a call without a machine is its timeout
+            return event
         done = self.env.event()
         if self._permits is None:
             self._start(batch_id, items, done)
@@ -196,19 +276,13 @@ class BatchService:
             self._permits.acquire(lambda: self._start(batch_id, items, done))
         return done
 
-    def _start(self, batch_id: int, items: list[int], done: simpy.Event | None) -> simpy.Event:
+    def _start(self, batch_id: int, items: list[int],
+               done: simpy.Event | None) -> simpy.Event | None:
         n = len(items)
         if self.config.cost_basis == "unique_keys":
             n = self.recorder.count_unique_keys(items)
-        duration = self.config.median_s(n, self._late_us)
-        if not self._constant:
-            if not self._noise:
-                self._noise = self.config.noise_samples(self.rng, self._CHUNK).tolist()
-            duration *= self._noise.pop()
         self.recorder.batch_started(batch_id, self.env.now, n)
-        timeout = self.env.timeout(duration)
-        timeout.callbacks.append(lambda _ev: self._server_done(batch_id, items, done, n))
-        return timeout
+        return self._calls.start(n, lambda: self._server_done(batch_id, items, done, n))
 
     def _server_done(self, batch_id: int, items: list[int], done, n: int) -> None:
         self.recorder.batch_server_returned(batch_id, self.env.now)
