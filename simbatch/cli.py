@@ -70,13 +70,51 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-events", default=None, metavar="N",
                      help=f"refuse runs estimated above N simulation events "
                           f"(default {Bounds().max_events:.0e})")
-    fit = sub.add_parser("fit-service", allow_abbrev=False,
-                         help="fit the service model to measured samples",
-                         description="Fit the batch call's service model to measured samples "
-                                     "and write a models/ file.")
-    fit.add_argument("samples", help="CSV of raw samples (op, batch_size, concurrency, "
-                                     "latency_s)")
-    fit.add_argument("--out", required=True, help="models/ file to write")
+    run.add_argument("--workers", default=None, metavar="N",
+                     help="local processes to run on (default: every core for a run estimated "
+                          "to take seconds, this process for a small one)")
+    run.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                     help="run on a Dask distributed cluster at this scheduler instead")
+    rec = sub.add_parser("recommend", allow_abbrev=False,
+                         help="answer a question file: search its knobs, recommend a "
+                              "configuration",
+                         description="Search a question's knobs on the model and print a "
+                                     "recommendation (Markdown, ready for a pull request).")
+    rec.add_argument("question", help="the question file (TOML), e.g. questions/a-fanout-cap"
+                                      ".toml")
+    rec.add_argument("--seed", default=None, metavar="S",
+                     help="the search's seed (default: the question's)")
+    rec.add_argument("--json", action="store_true",
+                     help="print the recommendation as one JSON document")
+    rec.add_argument("--out", default=None, metavar="DIR",
+                     help="write NAME.md, NAME.json, NAME.png and the candidates' table "
+                          "(NAME.csv) to DIR")
+    rec.add_argument("--workers", default=None, metavar="N",
+                     help="local processes to run on (default: every core)")
+    rec.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                     help="run on a Dask distributed cluster at this scheduler instead")
+    rec.add_argument("--max-events", default=None, metavar="N",
+                     help=f"refuse runs estimated above N simulation events "
+                          f"(default {Bounds().max_events:.0e})")
+    fit = sub.add_parser(
+        "fit-service", allow_abbrev=False, help="fit the service model to measured samples",
+        description="Fit the batch call's service model to measured samples (about 15 s), "
+                    "print measured, predicted and allowed per cell and per region, and write "
+                    "a models/ file if the model is within tolerance.",
+        epilog="Exit status: 0 within tolerance (written), 1 out of tolerance (written only "
+               "with --force, never over an existing file), 2 could not run (bad samples, or "
+               "--out exists without --force).")
+    fit.add_argument("samples", help="CSV of raw samples (.csv or .csv.gz; columns op, "
+                                     "batch_size, concurrency, latency_s, and start_s)")
+    fit.add_argument("--out", required=True, metavar="FILE",
+                     help="the models/ file to write; an existing file is replaced only with "
+                          "--force")
+    fit.add_argument("--force", action="store_true",
+                     help="replace an existing --out file; write a model out of tolerance "
+                          "(beside an existing file, as NAME-out-of-tolerance.toml)")
+    fit.add_argument("--cores", default="2", metavar="N",
+                     help="the vCPUs the client and the server shared (default 2, the "
+                          "recorded VMs)")
     fit.add_argument("--system", default="", help="what was measured (for provenance)")
     return parser
 
@@ -99,6 +137,41 @@ def _write_tables(scenario, summaries, out: str) -> list[Path]:
     return [path, runs_path]
 
 
+def _progress():
+    """A progress bar on the terminal (stderr), or nothing when stderr is not one."""
+    if not sys.stderr.isatty():
+        return None, None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+    return update, bar
+
+
+def _executor(args: argparse.Namespace, work_events: float | None = None):
+    from .planning.executors import make_executor
+
+    workers = None if args.workers is None else _int("workers", 1)(args.workers)
+    if workers is None and args.scheduler is None and work_events is not None \
+            and work_events < SMALL_RUN_EVENTS:
+        workers = 1            # starting worker processes would take longer than the run
+    return make_executor(workers, args.scheduler)
+
+
+# below this many estimated events a run finishes in this process faster than worker
+# processes start (about a second): simbatch run stays in-process for small scenarios
+SMALL_RUN_EVENTS = 2e6
+
+
+def _bounds(args: argparse.Namespace) -> Bounds:
+    return Bounds() if args.max_events is None else Bounds(
+        max_events=_int("max_events", 1)(args.max_events))
+
+
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
     import simbatch  # noqa: F401  (registers the engines)
 
@@ -109,10 +182,18 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     replications = (None if args.replications is None
                     else _int("replications", 1)(args.replications))
     seed = None if args.seed is None else _int("seed", 0)(args.seed)
-    bounds = Bounds() if args.max_events is None else Bounds(
-        max_events=_int("max_events", 1)(args.max_events))
+    bounds = _bounds(args)
     scenario = load_scenario(args.file, args.set)
-    summaries = run_scenario(scenario, replications=replications, seed=seed, bounds=bounds)
+    reps = scenario.replications if replications is None else replications
+    events = sum(scenario.engine.work(c).events for c in scenario.cases) * reps
+    progress, bar = _progress()
+    try:
+        summaries = run_scenario(scenario, replications=replications, seed=seed,
+                                 bounds=bounds, executor=_executor(args, events),
+                                 progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         command = "simbatch " + " ".join(shlex.quote(a) for a in argv)
         print(to_json(document(scenario, summaries, command=command,
@@ -130,22 +211,81 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
-def _fit_service(args: argparse.Namespace) -> int:
-    from .planning.fit import check_fit, fit_quality, fit_service, load_samples, model_toml
+def _recommend(args: argparse.Namespace, argv: list[str]) -> int:
+    from .planning.question import load_question
+    from .planning.recommend import recommend
+    from .planning.report import to_json
 
-    df = load_samples(args.samples)
-    fit = fit_service(df)
-    provenance = {"system": args.system, "samples": args.samples,
-                  "method": "fixed + per-key median on c=1 (least squares, relative), empirical "
-                            "ratio noise, permit pool chosen by closed-loop simulation",
-                  "command": f"simbatch fit-service {args.samples} --out {args.out} "
-                             f"--system '{args.system}'"}
-    table = check_fit(df, fit.config, calls=1000)
-    Path(args.out).write_text(model_toml(fit, provenance, fit_quality(table, fit.max_size)))
-    cols = ["batch_size", "concurrency", "error_median", "error_p90", "error_p99"]
-    print(f"wrote {args.out}")
-    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:+.2f}"))
+    seed = None if args.seed is None else _int("seed", 0)(args.seed)
+    question = load_question(args.question)
+    command = "simbatch " + " ".join(shlex.quote(a) for a in argv)
+    progress, bar = _progress()
+    try:
+        rec = recommend(question, executor=_executor(args), progress=progress,
+                        bounds=_bounds(args), seed=seed, command=command)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(to_json(rec.document()) if args.json else rec.markdown())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = out / question.name
+        stem.with_suffix(".md").write_text(rec.markdown())
+        stem.with_suffix(".json").write_text(to_json(rec.document()) + "\n")
+        rec.table.to_csv(stem.with_suffix(".csv"), index=False)
+        rec.plot(stem.with_suffix(".png"))
+        print(f"wrote {stem}.md, .json, .csv, .png", file=sys.stderr)
     return 0
+
+
+def _fit_service(args: argparse.Namespace) -> int:
+    from .planning.fit import load_samples, model_toml
+    from .planning.judge import (
+        calibrate,
+        cells_md,
+        quality,
+        refuse_existing,
+        regions_md,
+        write_model,
+    )
+
+    try:
+        cores = int(args.cores)
+    except ValueError:
+        cores = 0
+    if cores < 1:
+        raise ConfigError.parameter("simbatch fit-service", "cores", "an integer >= 1",
+                                    args.cores)
+    out = Path(args.out)
+    try:
+        refuse_existing(out, args.force)
+    except FileExistsError:
+        raise ConfigError.parameter("simbatch fit-service", "out", "a file that does not "
+                                    "exist yet, or --force to replace it", args.out) from None
+    df = load_samples(args.samples)
+    print(f"fitting {len(df):,} samples from {args.samples} (about 15 s)", file=sys.stderr)
+    cal = calibrate(df, cores=cores)
+    command = ["simbatch", "fit-service", args.samples, "--out", args.out,
+               *(["--force"] if args.force else []), "--cores", str(cores),
+               "--system", args.system]
+    provenance = {"system": args.system, "samples": args.samples,
+                  "method": "simbatch.planning.fit (two cost levels as a persistent regime, "
+                            "per-key cost and tail per region of batch size on c = 1; the "
+                            "machine's shared cores fitted on c >= 2, 2-200 keys); judged by "
+                            "simbatch.planning.judge",
+                  "command": " ".join(shlex.quote(a) for a in command)}
+    print(cells_md(cal.table))
+    print(regions_md(cal.verdict))
+    written = write_model(out, model_toml(cal.fit, provenance, quality(cal.verdict)),
+                          ok=cal.ok, force=args.force)
+    if written is None:
+        print(f"out of tolerance: nothing written to {args.out} (pass --force to write it "
+              "anyway)", file=sys.stderr)
+    else:
+        print(f"wrote {written}" + ("" if cal.ok else " (OUT OF TOLERANCE, written because of "
+                                    "--force)"), file=sys.stderr)
+    return 0 if cal.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "fit-service":
             return _fit_service(args)
+        if args.command == "recommend":
+            return _recommend(args, argv)
         return _run(args, argv)
     except ConfigError as exc:
         print(f"simbatch: error: {exc}", file=sys.stderr)

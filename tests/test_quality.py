@@ -42,7 +42,7 @@ def _commands() -> list[str]:
     for block in _blocks(""):
         for line in block.splitlines():
             line = line.split("&&")[-1].strip()
-            if line.startswith("simbatch ") and "FILE" not in line:
+            if line.startswith("simbatch ") and "[" not in line and "FILE" not in line:
                 out.append(line)
     return out
 

@@ -6,8 +6,9 @@ them. A worker sends back a :class:`~simbatch.core.results.RunRecord` (the run's
 the small arrays its pooled metrics need), not the run.
 
 * :class:`SerialExecutor`: this process (what a test or a notebook wants by default);
-* :class:`ProcessExecutor`: ``workers`` local processes (``concurrent.futures`` with a
-  forkserver that has simbatch imported, so a worker starts in milliseconds);
+* :class:`ProcessExecutor`: ``workers`` local processes (``concurrent.futures``; forked from
+  this process when it runs no other thread, so a worker starts in milliseconds with simbatch
+  already imported, else from a forkserver that has imported it);
 * :class:`DaskExecutor`: a ``dask.distributed`` cluster, at a scheduler's address or a
   ``LocalCluster`` (simbatch must be importable on the workers).
 
@@ -19,9 +20,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from typing import Any, Protocol
 
 from ..core.errors import ConfigError
@@ -93,8 +96,13 @@ class ProcessExecutor:
             ) -> list[RunRecord]:
         if self.workers == 1 or len(tasks) <= 1:
             return SerialExecutor().run(tasks, progress)
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["simbatch"])
+        context: BaseContext
+        if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")    # no thread to deadlock a child
+        else:
+            server = multiprocessing.get_context("forkserver")
+            server.set_forkserver_preload(["simbatch"])
+            context = server
         results: list[RunRecord | None] = [None] * len(tasks)
         done = 0
         # several chunks per worker: the load evens out, and progress moves

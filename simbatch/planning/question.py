@@ -241,7 +241,7 @@ def load_question(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     --------
     >>> q = load_question("questions/a-fanout-cap.toml")
     >>> q.objective.metric, list(q.knobs)
-    ('block_time_s', ['workload.cap'])
+    ('workload.cap', ['workload.cap'])
     """
     path = Path(path)
     data = read_toml(path, "question")
