@@ -45,16 +45,20 @@ def _insert(case, **cpu):
 
     from simbatch.contention import simulate_map
 
-    return simulate_map(dataclasses.replace(case.cpu, **cpu), case.costs, case.map)
+    return simulate_map(dataclasses.replace(case.cpu, **cpu), case.costs, case.map,
+                        memory=case.memory)
 
 
 def test_old_design_collapses_on_many_cores_where_16_do_not_show_it(scaling):
     # R4's closing remark: the win at 192 cores is much larger than at 16, because the old
     # design collapses there. Nothing below is fitted to it: the 16-core costs, plus the Go
-    # runtime mutex's published congestion (golang/go#68578) on the scheduler's lock.
-    old16, old192 = _insert(scaling["old cores=16"]), _insert(scaling["old cores=192"])
+    # runtime mutex's published congestion (golang/go#68578) on the scheduler's lock, which
+    # the children runqputslow moves to the global run queue go through.
+    old = {c: _insert(scaling[f"old cores={c}"]) for c in (16, 32, 64, 192)}
     new16, new192 = _insert(scaling["new cores=16"]), _insert(scaling["new cores=192"])
-    assert old192.insert_ops_per_s < old16.insert_ops_per_s        # 12x the cores, less done
+    old16, old192 = old[16], old[192]
+    peak = max(r.insert_ops_per_s for r in old.values())
+    assert old192.insert_ops_per_s < 0.75 * peak                   # past its peak, less done
     win16 = new16.insert_ops_per_s / old16.insert_ops_per_s
     win192 = new192.insert_ops_per_s / old192.insert_ops_per_s
     assert win192 > 5 * win16, (win16, win192)

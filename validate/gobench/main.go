@@ -10,7 +10,20 @@
 //     owner goroutine per core fed through 8-slot channels;
 //   - Exists probes on the filled map, under the bucket's read lock and lock-free.
 //
-// Usage (from validate/gobench): go run . [-size small|medium|large] [-out FILE]
+// The scale suite (-suite scale, scale.go) measures what the candidate mechanisms of the
+// many-core collapse predict (issue 13) at each GOMAXPROCS of -procs: insert and Exists cost
+// against the map's size and against the slice size, and both designs on production-like
+// subtrees with their CPU, lock waits, scheduling latency, goroutines and GC. It writes its
+// own models/ file (-scale-out), with the laws the contention model takes fitted to the map
+// and slice sections ([costs], [memory]: fit.go); -suite both runs the two suites; -refit FILE
+// re-derives those fitted tables from a file the suite wrote, measuring nothing.
+//
+// Usage (from validate/gobench):
+//
+//	go run . [-size small|medium|large] [-out FILE]
+//	go run . -suite scale [-size small|medium|large] [-scale-out FILE] [-procs 1,2] [-map dolthub|builtin]
+//	         [-sections map,slice,production]
+//	go run . -refit ../../models/go-scale-loopback.toml
 package main
 
 import (
@@ -20,6 +33,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,13 +255,71 @@ func ints(xs []int) string {
 
 func main() {
 	size := flag.String("size", "medium", "small (CI), medium, large")
-	out := flag.String("out", "../../models/go-primitives.toml", "models/ file to write")
+	out := flag.String("out", "../../models/go-primitives.toml", "models/ file the primitives suite writes")
+	suite := flag.String("suite", "primitives", "primitives, scale or both")
+	scaleOut := flag.String("scale-out", "../../models/go-scale.toml", "models/ file the scale suite writes")
+	procsFlag := flag.String("procs", "1,2", "GOMAXPROCS settings of the scale suite, comma-separated")
+	impl := flag.String("map", "dolthub", "the map in the scale suite's slice and production benchmarks: dolthub or builtin")
+	sectionsFlag := flag.String("sections", "map,slice,production", "the scale suite's sections to run, comma-separated")
+	refitFile := flag.String("refit", "", "re-derive the fitted tables ([costs], [memory]) of a scale-suite file from its measured tables, measuring nothing")
 	flag.Parse()
-	scale := map[string]int{"small": 1, "medium": 8, "large": 32}[*size]
-	if scale == 0 {
-		fmt.Fprintf(os.Stderr, "gobench: error: -size must be small, medium or large; got %q\n", *size)
+	if *refitFile != "" {
+		if err := refit(*refitFile); err != nil {
+			fmt.Fprintf(os.Stderr, "gobench: error: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "gobench: error: "+format+"\n", args...)
 		os.Exit(2)
 	}
+	if _, ok := scalePresets[*size]; !ok {
+		fail("-size must be small, medium or large; got %q", *size)
+	}
+	if *suite != "primitives" && *suite != "scale" && *suite != "both" {
+		fail("-suite must be primitives, scale or both; got %q", *suite)
+	}
+	if *impl != "dolthub" && *impl != "builtin" {
+		fail("-map must be dolthub or builtin; got %q", *impl)
+	}
+	var procs []int
+	for _, f := range strings.Split(*procsFlag, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 1 || p > buckets {
+			fail("-procs must be integers from 1 to %d, comma-separated; got %q", buckets, *procsFlag)
+		}
+		procs = append(procs, p)
+	}
+	if lcm(procs) > buckets { // the map-size keys are striped by it (genStriped)
+		fail("-procs must have a least common multiple of at most %d; got %q", buckets, *procsFlag)
+	}
+	sections := map[string]bool{}
+	for _, f := range strings.Split(*sectionsFlag, ",") {
+		f = strings.TrimSpace(f)
+		if f != "map" && f != "slice" && f != "production" {
+			fail("-sections must name map, slice or production, comma-separated; got %q", *sectionsFlag)
+		}
+		sections[f] = true
+	}
+	if *suite != "scale" {
+		if err := primitives(*size, *out); err != nil {
+			fmt.Fprintf(os.Stderr, "gobench: error: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	if *suite != "primitives" {
+		command := "cd validate/gobench && go run . " + strings.Join(os.Args[1:], " ")
+		if err := runScale(*size, *scaleOut, command, procs, *impl, sections); err != nil {
+			fmt.Fprintf(os.Stderr, "gobench: error: %v\n", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// primitives measures the contention primitives at the machine's GOMAXPROCS and writes them.
+func primitives(size, out string) error {
+	scale := map[string]int{"small": 1, "medium": 8, "large": 32}[size]
 	procs := runtime.GOMAXPROCS(0)
 	ops := 200_000 * scale
 	ks := contenders(procs)
@@ -337,23 +409,23 @@ func main() {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Go primitives measured by validate/gobench; do not edit by hand: re-run\n")
-	fmt.Fprintf(&b, "# `cd validate/gobench && go run . -size %s -out %s` on the machine to model.\n\n", *size, *out)
+	fmt.Fprintf(&b, "# `cd validate/gobench && go run . -size %s -out %s` on the machine to model.\n\n", size, out)
 	fmt.Fprintf(&b, "[provenance]\ngo = %q\ngomaxprocs = %d\ncpu = %q\nmeasured_on = %q\nsize = %q\n\n",
-		runtime.Version(), procs, cpuModel(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), *size)
+		runtime.Version(), procs, cpuModel(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), size)
 	fmt.Fprintf(&b, "[cpu]\ncores = %d\nline_near_ns = %.2f\ndomain_cores = %d\ngoroutine_ns = %.1f\n\n",
 		procs, lineNear, procs, goroutine)
 	fmt.Fprintf(&b, "[costs]\nput_ns = %.2f\nprobe_ns = %.2f\nreference_entries = %d\n\n",
 		float64(procs)*1e9/newRate, frozenProbe*float64(procs), nTx)
-	fmt.Fprintf(&b, "[stats]\nread_ns = %.2f\nwrite_ns = %.2f\n\n", statsGet, statsSet)
+	fmt.Fprintf(&b, "[service.stats]\nread_ns = %.2f\nwrite_ns = %.2f\n\n", statsGet, statsSet)
 	fmt.Fprintf(&b, "[measured]\ncontenders = %s\natomic_add_ns = %s\nrwmutex_rlock_ns = %s\nmutex_lock_ns = %s\n",
 		ints(ks), floats(atomicNs), floats(rlockNs), floats(mutexNs))
 	fmt.Fprintf(&b, "stats_increment_ns = %s\n", floats(statsShared))
 	fmt.Fprintf(&b, "fill_tx = %d\nfill_subtrees = %d\nfill_old_tx_per_s = %.0f\nfill_new_tx_per_s = %.0f\n",
 		nTx, subtrees, oldRate, newRate)
 	fmt.Fprintf(&b, "exists_rlock_ns_per_probe = %.3f\nexists_frozen_ns_per_probe = %.3f\n", rlockProbe, frozenProbe)
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
-		fmt.Fprintf(os.Stderr, "gobench: error: %v\n", err)
-		os.Exit(1)
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		return err
 	}
 	fmt.Print(b.String())
+	return nil
 }
