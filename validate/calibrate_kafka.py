@@ -1,28 +1,58 @@
-"""Kafka calibration: measure configurations on a real broker, fit, predict, compare.
+"""Kafka calibration: measure configurations on a real broker with each real client, fit,
+predict, compare.
 
-``python -m validate.calibrate_kafka [--out-dir DIR] [--model FILE] [--from-csv]``
-starts a broker (validate/kafka_broker.py), warms it up with a discarded load, measures every
-configuration in :data:`CONFIGS`, each run just after a run of the fitted configuration, until
-it has ``REPEATS`` quiet pairs, serially (nothing else runs beside them; noisy runs of the
-shared VM are re-measured, see ``STEAL_MAX``), writes one CSV per kept run, fits the model's
-broker and consumer parameters, writes the ``models/`` file with provenance, and prints
-measured beside predicted p50 / p99.
+``python -m validate.calibrate_kafka [--ci] [--configs A,B] [--out-dir DIR] [--models-dir DIR]
+[--from-csv]`` uses the broker named by ``SIMBATCH_KAFKA_BOOTSTRAP=host:port`` (a user's
+cluster), else starts the local one (validate/kafka_broker.py); warms it up with a discarded
+load; measures every configuration of :data:`CONFIGS` (the full grid: 37 minutes on the
+project's 2-vCPU VM) or :data:`CI_CONFIGS` (``--ci``: the subset the test suite runs,
+validate/test_kafka_calibration.py: 5.3 minutes), each run just after a run of its client's
+fit configuration, until it has ``REPEATS`` quiet pairs, serially (noisy runs of a shared VM
+are re-measured, see ``STEAL_MAX``); writes one CSV per kept run; fits each client's system
+parameters; writes the models/ files with provenance; and prints measured beside predicted
+p50 / p99 with the tolerance of issue 12 (15 %, or 5 ms where the measured figure is under
+50 ms) and the direction of p50 against P per client.
 
-What is fitted, and on what: only the ``linger0-p1-sparse`` configuration (no linger, no
-outer batcher, one partition; one fit per run, and each configuration's run k is predicted
-from the fit run measured just before it, see :func:`measure`; messages the host stalled are
-left out, see ``STALL_S``), where a message's time is the broker append plus the
-consumer fetch and nothing else:
+Clients (validate/kafka_harness.py): ``librdkafka`` (confluent-kafka, in process),
+``franz-go`` (validate/franzgo, teranode's options), ``java`` (validate/javaproducer,
+kafka-clients 3.9.1 defaults); the Go and Java harnesses are built on first use.
 
-* ``append_ms`` = median of (ack - handed to the client), ``append_ratios`` = every
-  measured value / median (the measured spread, each value with its own weight);
-* ``fetch_ms`` = median of (consume - ack), ``fetch_ratios`` likewise. A message consumed
-  before its delivery report ran (thread scheduling) counts as 10 us: a floor for the
-  ratio, since a fetch cannot take no time.
+The grid (:data:`CONFIGS`), all on the sparse keyed feed (200 messages of 256 bytes, 25 ms
+apart) unless named ``-dense``:
 
-Every other configuration (lingers 10 and 100 ms, 8 and 32 partitions, the stacked outer
-batcher, the dense feed) is a prediction of the model (``semantics = "librdkafka"``, the
-client confluent-kafka wraps) from those parameters.
+* per client, linger 10 ms and 1 s x P = 1, 8, 32, 128, no outer batcher
+  (``[client-]lingerL-pP-sparse``; librdkafka's names carry no prefix);
+* per client, the deadline outer batcher at 100 ms and 1 s over linger 10 ms and 1 s, P = 32
+  (``[client-]deadlineT-lingerL-p32-sparse``);
+* librdkafka's earlier configurations (linger 100 ms, the stacked debounce outer batcher,
+  the dense Poisson feeds).
+
+What is fitted, and on what: per client, only its ``lingerL0-p1`` configuration
+(``linger0-p1-sparse``, ``franz-go-linger0-p1-sparse``, ``java-linger0-p1-sparse``: no
+linger, no outer batcher, one partition; one fit per run, and each configuration's run k is
+predicted from its client's fit run measured just before it, see :func:`measure`; messages
+the host stalled are left out, see ``STALL_S``), where a message's time is the broker append
+plus the consumer fetch and nothing else:
+
+* ``append_ms`` = median of (first sign of the append - handed to the client), the first sign
+  being the delivery report or the consumption, whichever came first (franz-go runs its
+  promise callbacks after the consumer can already see the record); ``append_ratios`` =
+  every measured value / median (the measured spread, each value with its own weight);
+* ``fetch_ms`` = median of (consume - first sign), ``fetch_ratios`` likewise, floored at
+  10 us (a fetch cannot take no time).
+
+These are system parameters of each client on this machine: its own request path (Java's
+acks=all with the idempotent producer, franz-go's snappy compression and promise goroutines,
+librdkafka's broker thread) and its consumer. Everything else (lingers, partitions, the outer
+batcher and its timer) is a prediction of the model from the client's semantics
+(``semantics`` = the client, its source-read rules in simbatch/kafka/) and those parameters;
+no configuration has its own correction. librdkafka's fit is ``models/kafka-loopback.toml``
+(the one the R2 scenarios load), the others ``models/kafka-loopback-franz-go.toml`` and
+``models/kafka-loopback-java.toml``.
+
+CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
+once, and the fits), building the Go and Java harnesses itself and skipping, with the reason,
+a client whose tool (``go``, ``mvn``/``java``) is missing; the full grid is this script.
 """
 
 from __future__ import annotations
@@ -41,29 +71,62 @@ from validate.kafka_harness import HarnessConfig, run, scheduled_gaps_s, undistu
 
 HERE = Path(__file__).resolve().parent
 
-FIT_CONFIG = "linger0-p1-sparse"
-CONFIGS: dict[str, HarnessConfig] = {
-    FIT_CONFIG: HarnessConfig(n_messages=200, interval_ms=25, linger_ms=0, n_partitions=1),
-    "linger10-p8-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=10,
-                                        n_partitions=8),
-    "linger100-p32-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=100,
-                                          n_partitions=32),
-    "linger100-p1-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=100,
-                                         n_partitions=1),
-    "outer10-linger10-p32-sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=10,
-                                                 n_partitions=32, outer_linger_ms=10),
+CLIENTS = ("librdkafka", "franz-go", "java")
+PREFIX = {"librdkafka": "", "franz-go": "franz-go-", "java": "java-"}
+FIT = {client: f"{PREFIX[client]}linger0-p1-sparse" for client in CLIENTS}
+FIT_CONFIG = FIT["librdkafka"]
+SPARSE = {"n_messages": 200, "interval_ms": 25}
+
+
+def _configs() -> dict[str, HarnessConfig]:
+    out: dict[str, HarnessConfig] = {}
+
+    def add(client: str, name: str, **kw) -> None:
+        name = PREFIX[client] + name
+        out[name] = HarnessConfig(client=client, label=name, **{**SPARSE, **kw})
+
+    for client in CLIENTS:
+        add(client, "linger0-p1-sparse", linger_ms=0, n_partitions=1)
+        for linger in (10, 1000):
+            for parts in (1, 8, 32, 128):
+                add(client, f"linger{linger}-p{parts}-sparse", linger_ms=linger,
+                    n_partitions=parts)
+        for outer in (100, 1000):
+            for linger in (10, 1000):
+                add(client, f"deadline{outer}-linger{linger}-p32-sparse", linger_ms=linger,
+                    n_partitions=32, outer_linger_ms=outer, outer_timer="deadline")
+    add("librdkafka", "linger100-p32-sparse", linger_ms=100, n_partitions=32)
+    add("librdkafka", "linger100-p1-sparse", linger_ms=100, n_partitions=1)
+    add("librdkafka", "outer10-linger10-p32-sparse", linger_ms=10, n_partitions=32,
+        outer_linger_ms=10)
     # One partition keeps the broker below CPU saturation: 500 msg/s over 8 partitions
     # with linger 10 ms is ~800 produce requests/s, and on a 2-vCPU machine the broker JVM
     # then burns ~1.8 CPUs and stalls acks by 100-300 ms; the model has no broker CPU yet.
     # 3000 messages: a run's p99 rests on its ~30 slowest messages, some 10 batches (one
     # request carries ~5 messages here); with 600 it rested on one or two broker pauses
     # (measured: 13.2-15.7 ms here, 18.2 ms in a CI run whose fit predicted 12.5 ms).
-    "linger10-p1-dense": HarnessConfig(n_messages=3000, feed="poisson", interval_ms=2,
-                                       linger_ms=10, n_partitions=1),
-    "outer10-linger10-p8-dense": HarnessConfig(n_messages=300, feed="poisson", interval_ms=2,
-                                               linger_ms=10, n_partitions=8,
-                                               outer_linger_ms=10),
-}
+    add("librdkafka", "linger10-p1-dense", n_messages=3000, feed="poisson", interval_ms=2,
+        linger_ms=10, n_partitions=1)
+    add("librdkafka", "outer10-linger10-p8-dense", n_messages=300, feed="poisson",
+        interval_ms=2, linger_ms=10, n_partitions=8, outer_linger_ms=10)
+    return out
+
+
+CONFIGS: dict[str, HarnessConfig] = _configs()
+CI_CONFIGS = (FIT["librdkafka"], "linger1000-p32-sparse", "linger10-p8-sparse",
+              FIT["franz-go"], "franz-go-linger1000-p32-sparse",
+              "franz-go-deadline100-linger10-p32-sparse",
+              FIT["java"], "java-linger1000-p32-sparse")
+"""The subset the test suite measures: each client at linger 1 s and P = 32 (where
+librdkafka's one-partition requests part from the others' broker-wide drains), librdkafka at
+linger 10 ms, the deadline outer batcher once, and the three fits."""
+
+
+def fit_config(name: str) -> str:
+    """The fit configuration of ``name``'s client."""
+    return FIT[CONFIGS[name].client]
+
+
 RATIO_FLOOR_S = 1e-5
 # Each configuration is measured in REPEATS serial runs and judged by the median of the
 # per-run percentiles (the p99 of one 200-message run is its 3rd-largest value). The
@@ -165,13 +228,28 @@ def fit(runs: list[np.ndarray]) -> Fitted:
     p99 = [percentile(r["latency_s"][kept(r)], 0.99) for r in runs]
     rec = runs[int(np.argsort(p99)[len(p99) // 2])]
     rec = rec[kept(rec)]
-    append_ms, append_ratios = _spread(rec["ack_s"] - rec["produce_s"])
-    fetch_ms, fetch_ratios = _spread(rec["consume_s"] - rec["ack_s"])
+    first_sign = np.fmin(rec["ack_s"], rec["consume_s"])
+    append_ms, append_ratios = _spread(first_sign - rec["produce_s"])
+    fetch_ms, fetch_ratios = _spread(rec["consume_s"] - first_sign)
     return Fitted(append_ms, append_ratios, fetch_ms, fetch_ratios)
 
 
+def producer_settings(client: str, cfg: HarnessConfig) -> dict:
+    """The model's ``[producer]`` for a harness run: the client's semantics and the settings
+    its harness gives it (validate/kafka_harness.py, franzgo/main.go, javaproducer)."""
+    if client == "librdkafka":
+        return {"semantics": "librdkafka", "batch_num_messages": cfg.batch_num_messages,
+                "batch_max_bytes": cfg.batch_size_bytes, "max_buffered_records": 100_000}
+    if client == "franz-go":       # teranode's options: 1 MiB batches, 10000 buffered, 1 in flight
+        return {"semantics": "franz-go", "batch_max_bytes": 1_048_576,
+                "max_buffered_records": 10_000, "max_inflight_per_broker": 1}
+    # kafka-clients 3.9.1 defaults: batch.size 16384, 5 in flight, 32 MiB of buffer memory
+    return {"semantics": "java", "java_version": "3", "max_buffered_records": 100_000}
+
+
 def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
-    """The model of configuration ``cfg``: its feed replays the harness's schedule
+    """The model of configuration ``cfg``: its client's semantics and harness settings, its
+    keys (``k-<name>-<i>``, the harness's label), its feed replaying the harness's schedule
     (``feed = "trace"``, the seeded gaps every run of the harness follows)."""
     from simbatch.kafka import (
         ConsumerConfig,
@@ -186,12 +264,12 @@ def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
         workload=KafkaWorkload(n_messages=cfg.n_messages, message_bytes=cfg.message_bytes,
                                feed="trace",
                                gaps_ms=tuple(scheduled_gaps_s(cfg)[:-1] * 1e3)),
-        outer=OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, max_batch=cfg.outer_max_batch),
+        outer=OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, timer=cfg.outer_timer,
+                                 max_batch=cfg.outer_max_batch),
         producer=KafkaProducerConfig(
-            semantics="librdkafka", linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions,
-            batch_num_messages=cfg.batch_num_messages, batch_max_bytes=cfg.batch_size_bytes,
-            max_buffered_records=100_000, max_inflight_per_broker=1_000_000,
-            append_ms=fitted.append_ms, append_ratios=fitted.append_ratios),
+            linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions,
+            append_ms=fitted.append_ms, append_ratios=fitted.append_ratios,
+            **producer_settings(cfg.client, cfg)),
         consumer=ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios))
 
 
@@ -229,9 +307,9 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], masks: list[np.
 
 
 def within(predicted: float, measured: float) -> bool:
-    """Issue 3's tolerance: 25 %, or 5 ms where the measured figure is under 20 ms."""
-    allowed = 0.25 * measured
-    if measured < 0.020:
+    """Issue 12's tolerance: 15 %, or 5 ms where the measured figure is under 50 ms."""
+    allowed = 0.15 * measured
+    if measured < 0.050:
         allowed = max(allowed, 0.005)
     return abs(predicted - measured) <= allowed
 
@@ -249,12 +327,24 @@ class Measured:
     fit_runs: list[np.ndarray]
 
 
-def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, Measured]:
-    """Every configuration in pairs, serially: a run of the fitted configuration, then one of
-    the configuration, until ``repeats`` quiet pairs (a first pass, then retries in turn, see
-    FIRST_PASS). One CSV per kept run (``NAME.runK.csv``) and per the fit run paired with it
-    (``NAME.runK.fit.csv``); (stalled, stolen) shares of discarded and kept runs go to
-    DISCARDED, KEPT.
+def interleaved(names) -> list[str]:
+    """``names`` with the clients taken in turn, so that each client's runs spread over the
+    session instead of one block each (the machine drifts)."""
+    names = list(names)
+    by_client = [[n for n in names if CONFIGS[n].client == c] for c in CLIENTS]
+    out = []
+    for i in range(max(map(len, by_client), default=0)):
+        out += [group[i] for group in by_client if i < len(group)]
+    return out
+
+
+def measure(bootstrap: str | None, out_dir: Path, repeats: int = REPEATS,
+            names=None) -> dict[str, Measured]:
+    """Every configuration of ``names`` (default: all of :data:`CONFIGS`) in pairs,
+    serially: a run of its client's fit configuration, then one of the configuration, until
+    ``repeats`` quiet pairs (a first pass, then retries in turn, see FIRST_PASS). One CSV per
+    kept run (``NAME.runK.csv``) and per the fit run paired with it (``NAME.runK.fit.csv``);
+    (stalled, stolen) shares of discarded and kept runs go to DISCARDED, KEPT.
 
     Why pairs: the machine drifts. Every prediction rests on the broker's append and the
     consumer's fetch, and those are measured seconds before the run they predict, under the
@@ -263,11 +353,12 @@ def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, 
     outer10-linger10-p32-sparse 23.9 against 32.0)."""
     from validate.kafka_harness import write_csv
 
+    names = list(CONFIGS) if names is None else list(names)
     out_dir.mkdir(parents=True, exist_ok=True)
     run(bootstrap, WARMUP)
     DISCARDED.clear()
     KEPT.clear()
-    others = [name for name in CONFIGS if name != FIT_CONFIG]
+    others = interleaved(n for n in names if n not in FIT.values())
     pairs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in others}
 
     def pair_noise(pair):
@@ -277,14 +368,15 @@ def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, 
         return sum(pair_noise(pr) <= 1 for pr in pairs[name])
 
     def attempt(name):
-        pairs[name].append((run(bootstrap, CONFIGS[FIT_CONFIG]), run(bootstrap, CONFIGS[name])))
+        pairs[name].append((run(bootstrap, CONFIGS[fit_config(name)]),
+                            run(bootstrap, CONFIGS[name])))
         if pair_noise(pairs[name][-1]) > 1:
             time.sleep(NOISY_PAUSE_S)
 
     for name in others:
         while quiet(name) < repeats and len(pairs[name]) < FIRST_PASS:
             attempt(name)
-    deadline = time.monotonic() + RETRY_BUDGET_S
+    deadline = time.monotonic() + RETRY_BUDGET_S + 10 * len(others)
     while time.monotonic() < deadline:
         short = [name for name in others
                  if quiet(name) < repeats and len(pairs[name]) < MAX_ATTEMPTS]
@@ -302,41 +394,43 @@ def measure(bootstrap: str, out_dir: Path, repeats: int = REPEATS) -> dict[str, 
         for k, (f, r) in enumerate(ranked[:repeats]):
             write_csv(r, out_dir / f"{name}.run{k}.csv")
             write_csv(f, out_dir / f"{name}.run{k}.fit.csv")
-    fit_all = sorted((f for name in others for f, _ in pairs[name]), key=noise)
-    DISCARDED[FIT_CONFIG] = [(stalled_share(r), steal_share(r)) for r in fit_all[repeats:]]
-    KEPT[FIT_CONFIG] = [(stalled_share(r), steal_share(r)) for r in fit_all[:repeats]]
-    results[FIT_CONFIG] = Measured(fit_all[:repeats], fit_all[:repeats])
-    for k, rec in enumerate(fit_all[:repeats]):
-        write_csv(rec, out_dir / f"{FIT_CONFIG}.run{k}.csv")
-    return {name: results[name] for name in CONFIGS}
+    for client, fit_name in FIT.items():
+        fit_all = sorted((f for name in others if CONFIGS[name].client == client
+                          for f, _ in pairs[name]), key=noise)
+        if not fit_all:
+            continue
+        DISCARDED[fit_name] = [(stalled_share(r), steal_share(r)) for r in fit_all[repeats:]]
+        KEPT[fit_name] = [(stalled_share(r), steal_share(r)) for r in fit_all[:repeats]]
+        results[fit_name] = Measured(fit_all[:repeats], fit_all[:repeats])
+        for k, rec in enumerate(fit_all[:repeats]):
+            write_csv(rec, out_dir / f"{fit_name}.run{k}.csv")
+    return {name: results[name] for name in CONFIGS if name in results}
 
 
-def read_csv(path: Path) -> np.ndarray:
-    from validate.kafka_harness import COLUMNS
+def read_measurements(out_dir: Path, names=None) -> dict[str, Measured]:
+    """What :func:`measure` wrote in ``out_dir`` (the configurations ``names``, default
+    every configuration with a run there)."""
+    from validate.kafka_harness import read_csv
 
-    data = np.genfromtxt(path, delimiter=",", names=True, dtype=float)
-    rec = np.full(data.size, np.nan, dtype=[(c, "f8") for c in COLUMNS])
-    for c in COLUMNS:                  # a column an older harness did not write stays NaN
-        if c in data.dtype.names:
-            rec[c] = data[c]
-    return rec
-
-
-def read_measurements(out_dir: Path) -> dict[str, Measured]:
-    """What :func:`measure` wrote in ``out_dir``."""
+    wanted = list(CONFIGS) if names is None else list(names)
     results = {}
-    for name in CONFIGS:
+    for name in wanted:
         runs = sorted(out_dir.glob(f"{name}.run[0-9].csv"))
+        if not runs and names is None:
+            continue
         fits = [p.with_name(p.stem + ".fit.csv") for p in runs]
-        missing = [str(f) for f in ([] if name == FIT_CONFIG else fits) if not f.exists()]
+        is_fit = name in FIT.values()
+        missing = [str(f) for f in ([] if is_fit else fits) if not f.exists()]
         if not runs or missing:
             why = (f" paired with a fit run ({missing[0]} is missing: measured before runs "
                    "were paired?)" if missing else "")
             raise SystemExit(f"{out_dir}: no measurements of {name}{why}; measure again "
                              "without --from-csv")
         results[name] = Measured([read_csv(p) for p in runs],
-                                 [read_csv(p if name == FIT_CONFIG else f)
+                                 [read_csv(p if is_fit else f)
                                   for p, f in zip(runs, fits, strict=True)])
+    if not results:
+        raise SystemExit(f"{out_dir}: no measurements; measure again without --from-csv")
     return results
 
 
@@ -350,7 +444,7 @@ def compare(results: dict[str, Measured]) -> list[dict]:
             measured = run_percentile(m.runs, p)
             rows.append({"config": name, "metric": q, "measured_s": measured,
                          "predicted_s": pred[q], "ok": within(pred[q], measured),
-                         "fitted_on": name == FIT_CONFIG})
+                         "fitted_on": name in FIT.values()})
     return rows
 
 
@@ -361,7 +455,7 @@ def table(rows: list[dict]) -> str:
     def note(name, d):
         if not d:
             return ""
-        if name == FIT_CONFIG:      # every pair has one; the quietest three are its own rows
+        if name in FIT.values():    # every pair has one; the quietest three are its own rows
             return f"; its {len(d)} other runs were paired with the configurations above"
         return f"; discarded as noisy: {shares(d)}"
 
@@ -377,7 +471,33 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def provenance(kafka_version: str) -> dict[str, str]:
+def directions(rows: list[dict]) -> list[dict]:
+    """Per client and linger, how p50 moves from P = 1 to P = 128, measured and predicted:
+    "rises" when p50 at the largest P measured is above 1.15 x p50 at P = 1, else "flat"
+    (measured: librdkafka rises at linger 1 s, franz-go and Java stay flat)."""
+    out = []
+    for client in CLIENTS:
+        for linger in (10, 1000):
+            p50 = {}
+            for r in rows:
+                cfg = CONFIGS[r["config"]]
+                if (r["metric"] == "p50" and cfg.client == client and cfg.linger_ms == linger
+                        and cfg.outer_linger_ms is None and cfg.feed == "periodic"):
+                    p50[cfg.n_partitions] = (r["measured_s"], r["predicted_s"])
+            if 1 not in p50 or len(p50) < 2:
+                continue
+            top = max(p50)
+
+            def trend(i: int) -> str:
+                return "rises" if p50[top][i] > 1.15 * p50[1][i] else "flat"
+
+            out.append({"client": client, "linger_ms": linger, "partitions": sorted(p50),
+                        "measured": trend(0), "predicted": trend(1),
+                        "ok": trend(0) == trend(1)})
+    return out
+
+
+def provenance(kafka_version: str, client: str, bootstrap: str | None) -> dict[str, str]:
     import confluent_kafka
 
     cpu = "unknown"
@@ -386,18 +506,32 @@ def provenance(kafka_version: str) -> dict[str, str]:
                    if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"broker": f"Apache Kafka {kafka_version} (org.apache.kafka:kafka_2.13, KRaft, "
-                      "single node, loopback)",
-            "client": f"confluent-kafka {confluent_kafka.__version__}, librdkafka "
-                      f"{confluent_kafka.libversion()[0]}",
+    clients = {"librdkafka": f"confluent-kafka {confluent_kafka.__version__}, librdkafka "
+                             f"{confluent_kafka.libversion()[0]} (validate/kafka_harness.py, "
+                             "acks=1)",
+               "franz-go": "franz-go v1.20.6 (validate/franzgo: teranode's options, "
+                           "idempotency off, 1 request in flight, default snappy)",
+               "java": "kafka-clients 3.9.1 (validate/javaproducer: the client's defaults, "
+                       "acks=all, idempotent, 5 in flight)"}
+    broker = (f"the cluster at {bootstrap} (SIMBATCH_KAFKA_BOOTSTRAP)" if bootstrap else
+              f"Apache Kafka {kafka_version} (org.apache.kafka:kafka_2.13, KRaft, single "
+              "node, loopback)")
+    return {"broker": broker, "client": clients[client],
             "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu}",
             "measured_on": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "settings": f"fitted on {FIT_CONFIG}: {CONFIGS[FIT_CONFIG]}",
+            "settings": f"fitted on {FIT[client]}: {CONFIGS[FIT[client]]}",
             "command": "python -m validate.calibrate_kafka"}
 
 
+def model_path(models_dir: Path, client: str, bootstrap: str | None) -> Path:
+    """``models/kafka-loopback[-client].toml``; a user's cluster gets its host's name."""
+    host = "loopback" if bootstrap is None else bootstrap.split(",")[0].rsplit(":", 1)[0]
+    suffix = "" if client == "librdkafka" else f"-{client}"
+    return models_dir / f"kafka-{host}{suffix}.toml"
+
+
 def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
-    lines = ["# Kafka broker and consumer parameters on loopback; written by",
+    lines = ["# Kafka broker and consumer parameters, as one client sees them; written by",
              "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
              "[provenance]"]
     lines += [f'{k} = "{v}"' for k, v in prov.items()] + ["", "[producer]",
@@ -413,30 +547,59 @@ def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
 
 
 def main() -> None:
-    from validate.kafka_broker import KAFKA_VERSION, KafkaBroker
+    import sys
+
+    from validate.kafka_broker import KAFKA_VERSION, BrokerError, KafkaBroker
+    from validate.kafka_harness import HarnessError, user_bootstrap
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ci", action="store_true",
+                        help="measure only the subset the test suite runs (CI_CONFIGS)")
+    parser.add_argument("--configs", default=None,
+                        help="comma-separated configuration names (default: all)")
     parser.add_argument("--out-dir", default=str(HERE / "measurements"))
-    parser.add_argument("--model", default=str(HERE.parent / "models/kafka-loopback.toml"))
+    parser.add_argument("--models-dir", default=str(HERE.parent / "models"))
     parser.add_argument("--from-csv", action="store_true",
                         help="re-fit and re-predict from the CSVs in --out-dir, no broker")
     args = parser.parse_args()
-    if args.from_csv:
-        results = read_measurements(Path(args.out_dir))
-    else:
-        with KafkaBroker() as broker:
-            results = measure(broker.bootstrap, Path(args.out_dir))
+    names = (CI_CONFIGS if args.ci else
+             args.configs.split(",") if args.configs else None)
+    unknown = [n for n in names or () if n not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration {unknown[0]!r} (see CONFIGS)")
+    bootstrap = user_bootstrap()
+    try:
+        if args.from_csv:
+            results = read_measurements(Path(args.out_dir), names)
+        elif bootstrap is not None:
+            results = measure(bootstrap, Path(args.out_dir), names=names)
+        else:
+            with KafkaBroker() as broker:
+                results = measure(broker.bootstrap, Path(args.out_dir), names=names)
+    except (HarnessError, BrokerError) as exc:
+        print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     rows = compare(results)
-    prov = provenance(KAFKA_VERSION)
-    if args.from_csv:          # the measurements are older than this fit: say when they were taken
-        newest = max(p.stat().st_mtime for p in Path(args.out_dir).glob("*.csv"))
-        prov["fitted_on"] = prov["measured_on"]
-        prov["measured_on"] = dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC")
-        prov["command"] += f" --from-csv --out-dir {args.out_dir}"
-    Path(args.model).write_text(model_toml(fit(results[FIT_CONFIG].runs), prov, rows))
+    for client, fit_name in FIT.items():
+        if fit_name not in results:
+            continue
+        prov = provenance(KAFKA_VERSION, client, bootstrap)
+        if args.from_csv:    # the measurements are older than this fit: say when they were taken
+            newest = max(p.stat().st_mtime for p in Path(args.out_dir).glob("*.csv"))
+            prov["fitted_on"] = prov["measured_on"]
+            prov["measured_on"] = dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC")
+            prov["command"] += f" --from-csv --out-dir {args.out_dir}"
+        path = model_path(Path(args.models_dir), client, bootstrap)
+        client_rows = [r for r in rows if CONFIGS[r["config"]].client == client]
+        path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows))
+        print(f"wrote {path}")
     print(table(rows))
-    print(f"wrote {args.model}; measurements in {args.out_dir}")
+    for d in directions(rows):
+        print(f"p50 against P at linger {d['linger_ms']} ms, {d['client']} "
+              f"(P = {d['partitions']}): measured {d['measured']}, predicted {d['predicted']}"
+              f"{'' if d['ok'] else '  <- DIFFERENT'}")
+    print(f"measurements in {args.out_dir}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""Fixtures for the calibration suite: a real single-node Kafka broker, started here."""
+"""Fixtures for the calibration suite: the Kafka broker (a user's cluster named by
+``SIMBATCH_KAFKA_BOOTSTRAP=host:port``, else a real single-node broker started here) and the
+Go and Java harnesses (built here; a test that needs one is skipped, saying why, where ``go``
+or ``mvn``/``java`` is missing)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,12 @@ import shutil
 import pytest
 
 from validate.kafka_broker import fetch, start, stop
+from validate.kafka_harness import (
+    HarnessUnavailable,
+    build_franzgo,
+    build_javaproducer,
+    user_bootstrap,
+)
 
 
 @pytest.fixture(scope="session")
@@ -18,9 +27,37 @@ def kafka_libs():
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(kafka_libs):
-    info = start(kafka_libs)
+def kafka_broker(request):
+    user = user_bootstrap()
+    if user is not None:                 # the user's cluster replaces the local broker
+        yield {"pid": None, "bootstrap": user, "data_dir": None}
+        return
+    info = start(request.getfixturevalue("kafka_libs"))
     try:
         yield info
     finally:
         stop(info["pid"], info["data_dir"])
+
+
+@pytest.fixture(scope="session")
+def harnesses() -> dict[str, str]:
+    """Which clients can be measured here: ``{client: ""}`` for the available ones and
+    ``{client: reason}`` for the others (the Go and Java harnesses are built now)."""
+    status = {"librdkafka": ""}
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        status["librdkafka"] = "confluent-kafka is not installed"
+    for client, build in (("franz-go", build_franzgo), ("java", build_javaproducer)):
+        try:
+            build()
+            status[client] = ""
+        except HarnessUnavailable as exc:
+            status[client] = str(exc)
+    return status
+
+
+def need(harnesses: dict[str, str], client: str) -> None:
+    """Skip, saying why, unless ``client``'s harness is available."""
+    if harnesses[client]:
+        pytest.skip(harnesses[client])

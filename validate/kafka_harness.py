@@ -1,13 +1,29 @@
-"""Run a Kafka scenario against a real broker and measure publish-to-consume latency.
+"""Run a Kafka scenario against a real broker and measure publish-to-consume latency, with
+any of the three real clients.
 
-The pipeline is real code: a feed thread publishes messages (periodic or Poisson gaps) into
-the **outer batcher** (teranode's debounce loop in ``util/kafka/kafka_producer_async.go``,
-written here in Python: block for the first message, then flush when ``linger`` passes with no
-new message or when ``max_batch`` messages are buffered; the flush calls ``Produce`` serially
-and retries while the client's queue is full), in front of a **confluent-kafka** producer
-(librdkafka) with the scenario's ``linger.ms``, ``batch.num.messages`` and ``batch.size``. A
-consumer is assigned to every partition **before** the first message, and the latency of each
-message is its consume time minus its publish time (``time.perf_counter``, one process).
+The pipeline is real code: a feed publishes messages (periodic or Poisson gaps) into the
+**outer batcher** (teranode's loop in ``util/kafka/kafka_producer_async.go``: block for the
+first message, then flush when the timer fires or when ``max_batch`` messages are buffered;
+the timer is a debounce, reset by every message, or a deadline, ``linger`` after the first
+message of the batch; the flush calls ``Produce`` serially; when the feed ends the last batch
+still waits for its timer), in front of the client (``HarnessConfig.client``):
+
+* ``"librdkafka"``: confluent-kafka, in this process (Python), with the scenario's
+  ``linger.ms``, ``batch.num.messages`` and ``batch.size``, acks=1;
+* ``"franz-go"``: the Go harness ``validate/franzgo`` (franz-go v1.20.6 with teranode's
+  options), built here with ``go build``;
+* ``"java"``: the Java harness ``validate/javaproducer`` (kafka-clients 3.9.1, the client's
+  defaults but ``linger.ms``), built here with ``mvn -q -B package``.
+
+All three write the same per-message columns. A consumer is assigned to every partition
+**before** the first message, and the latency of each message is its consume time minus its
+publish time (one process, one clock). Keys are ``k-<label>-<i>`` (``label``: the run's
+topic unless given; the calibration gives the configuration's name, which the model uses
+too, so both put each message in the same partition).
+
+The broker: ``SIMBATCH_KAFKA_BOOTSTRAP=host:port`` names a user's cluster for every harness
+and the calibration (:func:`user_bootstrap`); without it the callers start the local broker
+(``validate/kafka_broker.py``). The topic is created per run (replication 1).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
 ``ack_s`` (delivery report), ``consume_s``, ``latency_s``, ``publish_late_s`` (how late the
@@ -28,18 +44,24 @@ harness artefact is documented for the Aerospike data (shared/data/aerospike-loo
 caveat 3).
 
 Faults: with no broker reachable, :func:`run` raises :class:`HarnessError` within
-``connect_timeout_s``; if the broker stops answering mid-run (no progress for
+``connect_timeout_s`` (5 s; the Go and Java harnesses exit with one ``error:`` line, which
+becomes the HarnessError's message); if the broker stops answering mid-run (no progress for
 ``stall_timeout_s``), it raises naming what happened, after writing the measurements taken so
-far.
+far. A harness that cannot be built (``go`` or ``mvn`` missing, a failed build) raises
+:class:`HarnessUnavailable` saying which tool.
 """
 
 from __future__ import annotations
 
 import csv
 import gc
+import json
 import os
 import queue
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -51,29 +73,49 @@ import numpy as np
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
            "publish_late_s", "stall_s", "steal_share")
 STALL_MIN_S = 0.002
+ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
+CLIENTS = ("librdkafka", "franz-go", "java")
+HERE = Path(__file__).resolve().parent
+FRANZGO_DIR = HERE / "franzgo"
+JAVA_DIR = HERE / "javaproducer"
+FRANZGO_BIN = HERE / ".kafka" / "bin" / "franzgo"
+JAVA_JAR = JAVA_DIR / "target" / "javaproducer.jar"
 
 
 class HarnessError(RuntimeError):
     """The run could not start or did not finish; the message says what happened."""
 
 
+class HarnessUnavailable(HarnessError):
+    """A client's harness cannot be built here (its tool is missing or the build failed)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class HarnessConfig:
+    client: str = "librdkafka"        # "librdkafka" | "franz-go" | "java"
     n_messages: int = 100
-    feed: str = "periodic"            # "periodic" | "poisson"
+    feed: str = "periodic"            # "periodic" | "poisson" (Poisson: librdkafka only)
     interval_ms: float = 25.0
     message_bytes: int = 256
     n_partitions: int = 1
-    linger_ms: float = 0.0            # librdkafka linger.ms
+    linger_ms: float = 0.0            # the client's linger (linger.ms / ProducerLinger)
     outer_linger_ms: float | None = None   # None: no outer batcher
+    outer_timer: str = "debounce"     # "debounce" | "deadline"
     outer_max_batch: int = 10_000
-    batch_num_messages: int = 10_000
-    batch_size_bytes: int = 1_000_000
+    batch_num_messages: int = 10_000  # librdkafka only
+    batch_size_bytes: int = 1_000_000  # librdkafka only
+    label: str | None = None          # keys k-<label>-<i>; None: the run's topic
     warmup_s: float = 2.0
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: float = 5.0
     stall_timeout_s: float = 15.0
     seed: int = 1
     nagle_disable: bool = False       # librdkafka socket.nagle.disable (default false)
+
+
+def user_bootstrap() -> str | None:
+    """The user's cluster, ``SIMBATCH_KAFKA_BOOTSTRAP=host:port``, or None (local broker)."""
+    value = os.environ.get(ENV, "").strip()
+    return value or None
 
 
 def check_reachable(bootstrap: str, timeout_s: float) -> None:
@@ -92,38 +134,72 @@ def check_reachable(bootstrap: str, timeout_s: float) -> None:
 
 
 class OuterBatcher(threading.Thread):
-    """teranode's outer drain loop: debounce linger, size trigger, serial Produce."""
+    """teranode's outer drain loop: debounce or deadline timer, size trigger, serial
+    Produce; after ``stop`` the last batch still waits for its timer."""
 
-    def __init__(self, linger_s: float, max_batch: int, produce) -> None:
+    def __init__(self, linger_s: float, max_batch: int, produce,
+                 timer: str = "debounce") -> None:
         super().__init__(daemon=True)
+        if timer not in ("debounce", "deadline"):
+            raise HarnessError(f"the outer timer must be debounce or deadline; got {timer!r}")
         self.inbox: queue.Queue = queue.Queue()
         self.linger_s, self.max_batch, self.produce = linger_s, max_batch, produce
+        self.deadline = timer == "deadline"
         self.stop = threading.Event()
+        self.flushes = 0
 
     def run(self) -> None:
         buffer: list = []
+        due = 0.0                      # first message + linger (deadline), last + linger
         while not (self.stop.is_set() and self.inbox.empty() and not buffer):
             try:
                 if not buffer:
                     buffer.append(self.inbox.get(timeout=0.1))
+                    due = time.perf_counter() + self.linger_s
                     continue
                 if len(buffer) >= self.max_batch:
                     raise queue.Empty
-                buffer.append(self.inbox.get(timeout=self.linger_s))  # the timer is reset
+                wait = due - time.perf_counter()
+                if wait <= 0:
+                    raise queue.Empty
+                buffer.append(self.inbox.get(timeout=wait))
+                if not self.deadline:
+                    due = time.perf_counter() + self.linger_s   # the timer is reset
             except queue.Empty:
                 for item in buffer:
                     self.produce(item)
+                self.flushes += 1
                 buffer = []
 
 
-def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None) -> np.ndarray:
-    """Measure one configuration; returns a structured array with :data:`COLUMNS`."""
+def run(bootstrap: str | None, config: HarnessConfig,
+        out_csv: str | Path | None = None) -> np.ndarray:
+    """Measure one configuration with its client on the broker at ``bootstrap`` (None: the
+    user's, :func:`user_bootstrap`); returns a structured array with :data:`COLUMNS` (and
+    writes it to ``out_csv`` if given)."""
+    bootstrap = bootstrap or user_bootstrap()
+    if bootstrap is None:
+        raise HarnessError(f"no Kafka broker named: pass one, or set {ENV}=host:port")
+    if config.client not in CLIENTS:
+        raise HarnessError(f"the client must be one of {', '.join(CLIENTS)}; "
+                           f"got {config.client!r}")
+    if config.outer_timer not in ("debounce", "deadline"):
+        raise HarnessError("the outer timer must be debounce or deadline; "
+                           f"got {config.outer_timer!r}")
+    if config.client == "librdkafka":
+        return _run_librdkafka(bootstrap, config, out_csv)
+    return _run_external(bootstrap, config, out_csv)
+
+
+def _run_librdkafka(bootstrap: str, config: HarnessConfig,
+                    out_csv: str | Path | None) -> np.ndarray:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     check_reachable(bootstrap, config.connect_timeout_s)
     n = config.n_messages
     topic = f"simbatch-{uuid.uuid4().hex[:10]}"
+    label = config.label or topic
     admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
         admin.create_topics([NewTopic(topic, num_partitions=config.n_partitions,
@@ -171,7 +247,7 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
         rec["produce_s"][i] = now()
         while True:
             try:
-                producer.produce(topic, key=f"k-{topic}-{i}", value=b"%012d" % i + pad,
+                producer.produce(topic, key=f"k-{label}-{i}", value=b"%012d" % i + pad,
                                  on_delivery=on_ack)
                 break
             except BufferError:        # the client's queue is full: Produce blocks
@@ -199,7 +275,8 @@ def run(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None = None
     time.sleep(config.warmup_s)
     outer = None
     if config.outer_linger_ms is not None:
-        outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch, produce)
+        outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch, produce,
+                             config.outer_timer)
         outer.start()
     gaps = scheduled_gaps_s(config)
     error = None
@@ -297,3 +374,123 @@ def write_csv(rec: np.ndarray, path: str | Path) -> None:
         for row in rec:
             w.writerow([int(row["msg"])] + [("" if np.isnan(v) else f"{v:.6f}")
                                             for v in list(row)[1:]])
+
+
+# ---------------------------------------------------------------------- Go and Java harnesses
+def _newest_mtime(root: Path, patterns: tuple[str, ...]) -> float:
+    return max((p.stat().st_mtime for pat in patterns for p in root.rglob(pat)), default=0.0)
+
+
+def _build(what: str, tool: str, cmd: list[str], cwd: Path, product: Path,
+           sources: tuple[str, ...]) -> Path:
+    if product.exists() and product.stat().st_mtime >= _newest_mtime(cwd, sources):
+        return product
+    if shutil.which(tool) is None:
+        raise HarnessUnavailable(f"{tool} is not on PATH: the {what} harness "
+                                 f"({cwd.relative_to(HERE.parent)}) cannot be built")
+    product.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0 or not product.exists():
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise HarnessUnavailable(f"building the {what} harness failed ({' '.join(cmd)}): "
+                                 + " | ".join(tail))
+    return product
+
+
+def build_franzgo() -> Path:
+    """``go build`` the franz-go harness (once; again when its sources change)."""
+    return _build("franz-go", "go", ["go", "build", "-o", str(FRANZGO_BIN), "."],
+                  FRANZGO_DIR, FRANZGO_BIN, ("*.go", "go.mod", "go.sum"))
+
+
+def build_javaproducer() -> Path:
+    """``mvn -q -B package`` the Java producer harness (once; again when it changes)."""
+    if shutil.which("java") is None:
+        raise HarnessUnavailable("java is not on PATH: the Java producer harness cannot run")
+    return _build("Java producer", "mvn", ["mvn", "-q", "-B", "package"], JAVA_DIR, JAVA_JAR,
+                  ("*.java", "pom.xml"))
+
+
+def harness_command(client: str, bootstrap: str | None, config: HarnessConfig,
+                    out_csv: Path) -> list[str]:
+    """The command line that runs ``config`` with the Go or Java harness (``bootstrap``
+    None: the harness's own default, ``$SIMBATCH_KAFKA_BOOTSTRAP``)."""
+    if config.feed != "periodic":
+        raise HarnessError(f"the {client} harness feeds periodic messages only; "
+                           f"got feed={config.feed!r}")
+    outer = "none" if config.outer_linger_ms is None else config.outer_linger_ms
+    if client == "franz-go":
+        cmd = [str(build_franzgo()), "-partitions", str(config.n_partitions),
+               "-linger", f"{config.linger_ms:g}ms",
+               "-outer-linger", outer if outer == "none" else f"{outer:g}ms",
+               "-outer-timer", config.outer_timer,
+               "-outer-max-batch", str(config.outer_max_batch), "-n", str(config.n_messages),
+               "-interval", f"{config.interval_ms:g}ms",
+               "-message-bytes", str(config.message_bytes),
+               "-warmup", f"{config.warmup_s:g}s",
+               "-connect-timeout", f"{config.connect_timeout_s:g}s",
+               "-stall-timeout", f"{config.stall_timeout_s:g}s", "-out", str(out_csv)]
+        flag = "-"
+    else:
+        def whole(name: str, value: float) -> str:
+            if value != int(value):
+                raise HarnessError(f"the Java harness takes whole milliseconds; got "
+                                   f"{name}={value}")
+            return str(int(value))
+
+        cmd = ["java", "-jar", str(build_javaproducer()),
+               "--partitions", str(config.n_partitions),
+               "--linger-ms", whole("linger_ms", config.linger_ms),
+               "--outer-linger-ms", outer if outer == "none" else whole("outer_linger_ms",
+                                                                        outer),
+               "--outer-timer", config.outer_timer,
+               "--outer-max-batch", str(config.outer_max_batch), "--n", str(config.n_messages),
+               "--interval-ms", whole("interval_ms", config.interval_ms),
+               "--message-bytes", str(config.message_bytes),
+               "--warmup-ms", whole("warmup_ms", config.warmup_s * 1e3),
+               "--connect-timeout-ms", whole("connect_timeout_ms",
+                                             config.connect_timeout_s * 1e3),
+               "--stall-timeout-ms", whole("stall_timeout_ms", config.stall_timeout_s * 1e3),
+               "--out", str(out_csv)]
+        flag = "--"
+    if config.label:
+        cmd += [f"{flag}label", config.label]
+    if bootstrap is not None:
+        cmd += [f"{flag}broker", bootstrap]
+    return cmd
+
+
+def _run_external(bootstrap: str | None, config: HarnessConfig,
+                  out_csv: str | Path | None) -> np.ndarray:
+    with tempfile.TemporaryDirectory(prefix="simbatch-harness-") as tmp:
+        path = Path(out_csv) if out_csv is not None else Path(tmp) / "run.csv"
+        cmd = harness_command(config.client, bootstrap, config, path)
+        limit = (config.connect_timeout_s + config.warmup_s + 30 + config.stall_timeout_s
+                 + config.n_messages * config.interval_ms / 1e3
+                 + 4 * (config.linger_ms + (config.outer_linger_ms or 0)) / 1e3)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"the {config.client} harness did not finish within "
+                               f"{limit:.0f} s") from None
+        if proc.returncode != 0:
+            lines = [ln for ln in proc.stderr.strip().splitlines() if "error:" in ln]
+            raise HarnessError(lines[-1].split("error:", 1)[1].strip() if lines else
+                               f"the {config.client} harness exited with "
+                               f"{proc.returncode}: {proc.stderr.strip()[-500:]}")
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        if summary.get("consumed") != config.n_messages:
+            raise HarnessError(f"the {config.client} harness consumed "
+                               f"{summary.get('consumed')} of {config.n_messages} messages")
+        return read_csv(path)
+
+
+def read_csv(path: str | Path) -> np.ndarray:
+    """A per-message CSV of any harness as a structured array with :data:`COLUMNS` (a
+    column an older harness did not write stays NaN)."""
+    data = np.atleast_1d(np.genfromtxt(path, delimiter=",", names=True, dtype=float))
+    rec = np.full(data.size, np.nan, dtype=[(c, "f8") for c in COLUMNS])
+    for c in COLUMNS:
+        if c in (data.dtype.names or ()):
+            rec[c] = data[c]
+    return rec

@@ -1,9 +1,11 @@
 """The Kafka producer stack: the application's outer batcher, the client's per-partition
 lingers and requests, the broker's append and the consumer's fetch.
 
-One mechanism per module: ``outer_batcher`` (teranode's debounce batcher), ``producer``
-(franz-go and librdkafka batching, partitioning and requests), ``engine`` (the workload,
-the case, the builder and the metrics).
+One mechanism per module: ``outer_batcher`` (teranode's debounce batcher, or a deadline
+timer), ``producer`` (the client's settings), ``client`` (batches, the buffered-record gate,
+in-order broker connections), one module per client semantics (``franz_go``,
+``librdkafka``, ``java_producer``), ``partitioners`` (the clients' key hashes and sticky
+keyless choices), ``engine`` (the workload, the case, the builder and the metrics).
 """
 
 from .engine import ENGINE, ConsumerConfig, KafkaCase, KafkaRun, KafkaWorkload, simulate

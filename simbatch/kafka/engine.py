@@ -15,8 +15,15 @@ The consumer subscribed before producing: an appended record reaches the consume
 ``fetch_ms`` later (a long-poll fetch returns as soon as data is there), never before an
 earlier record of its partition.
 
+Keys: message i has key ``k-<case name>-<i>`` (the harnesses' ``k-<label>-<i>``), placed by
+the client's own partitioner (``partitioners``); keyless messages (``keyed = false``) by the
+client's sticky choice when they reach it.
+
+The clock counts whole microseconds (``clock.py``), so events due at one instant coincide.
+
 Random streams: ``feed`` (Poisson gaps), ``append`` (the broker's append noise), ``fetch``
-(the consumer's fetch noise), each its own.
+(the consumer's fetch noise), ``partition`` (sticky choices for keyless records), each its
+own.
 
 Metrics: ``latency_{mean,p50,p90,p99,max}_s`` (pooled over replications, the published
 rule), ``requests``, ``records_per_request``, ``outer_flushes``, ``duration_s``.
@@ -41,10 +48,19 @@ from ..core.engine import CaseBase, PlotSpec, Run, register
 from ..core.errors import check_int, fail
 from ..core.streams import streams
 from ..core.work import Bounds, Work
+from .client import Client
+from .clock import S_PER_TICK, ticks
+from .franz_go import FranzGo
+from .java_producer import JavaProducer
+from .librdkafka import Librdkafka
 from .outer_batcher import OuterBatcher, OuterBatcherConfig
-from .producer import KafkaProducer, KafkaProducerConfig, partition_of
+from .partitioners import key_partition
+from .producer import KafkaProducerConfig
 
-STREAMS = ("feed", "append", "fetch")
+STREAMS = ("feed", "append", "fetch", "partition")
+CLIENTS: dict[str, type[Client]] = {"franz-go": FranzGo, "librdkafka": Librdkafka,
+                                    "java": JavaProducer}
+"""The client model of each ``[producer] semantics``."""
 FEEDS = ("periodic", "poisson", "bursts", "closed_loop", "trace")
 
 
@@ -66,7 +82,8 @@ class KafkaWorkload:
         Closed-loop senders.
     message_bytes : int
     keyed : bool
-        Keys spread messages over partitions by hash; keyless go round-robin.
+        Keys ``k-<case name>-<i>`` spread messages over partitions by the client's key
+        hash; keyless messages go where the client's sticky partitioner puts them.
     """
 
     n_messages: PosInt = 200
@@ -120,7 +137,10 @@ class KafkaRun(Run):
     request: np.ndarray = None  # type: ignore[assignment]
     append_order: np.ndarray = None  # type: ignore[assignment]
     publish_order: np.ndarray = None  # type: ignore[assignment]
-    requests_frame: pd.DataFrame = None
+    request_broker: np.ndarray = None  # type: ignore[assignment]
+    request_records: np.ndarray = None  # type: ignore[assignment]
+    request_sent_s: np.ndarray = None  # type: ignore[assignment]
+    request_acked_s: np.ndarray = None  # type: ignore[assignment]
     outer_flushes: int = 0
     requests: int = 0
     end_s: float = 0.0
@@ -135,7 +155,12 @@ class KafkaRun(Run):
             "request": self.request, "t_publish_s": self.publish_s,
             "t_consume_s": self.consume_s, "latency_s": self.latency_s,
             "publish_order": self.publish_order, "append_order": self.append_order})
-        return {"messages": messages, "requests": self.requests_frame.copy()}
+        requests = pd.DataFrame({
+            "request": np.arange(self.request_sent_s.size), "broker": self.request_broker,
+            "n_records": self.request_records, "t_sent_s": self.request_sent_s,
+            "t_acked_s": self.request_acked_s,
+            "append_s": self.request_acked_s - self.request_sent_s})
+        return {"messages": messages, "requests": requests}
 
 
 def simulate(case: KafkaCase, seed: int = 0, *, bounds: Bounds | None = None) -> KafkaRun:
@@ -153,21 +178,21 @@ def simulate(case: KafkaCase, seed: int = 0, *, bounds: Bounds | None = None) ->
     carried = array("q", [-1] * n)
     order = array("q", [-1] * n)
     published_order = array("q", [-1] * n)
-    keys = [f"k-{case.name}-{i}" if wl.keyed else None for i in range(n)]
-    parts = [partition_of(keys[i], i, case.producer.n_partitions) for i in range(n)]
+    keyed = _keyed_partitions(case, n)
+    parts = array("q", [-1] * n)
     fetch_s = case.consumer.fetch_ms / 1e3
     acked: dict[int, simpy.Event] = {}
     counter = {"appended": 0, "flushes": 0, "published": 0}
     fetch_rng = rngs["fetch"]
 
     def stamp(msg: int) -> None:
-        publish[msg] = env.now
+        publish[msg] = env.now * S_PER_TICK
         published_order[msg] = counter["published"]
         counter["published"] += 1
     all_done = env.event()
 
     fetch_ratios = list(case.consumer.fetch_ratios)
-    last_consume = [0.0] * case.producer.n_partitions
+    last_consume = [0.0] * case.producer.n_partitions     # clock units (us)
 
     def on_append(records: list[int], now: float, request: int) -> None:
         fetch = fetch_s
@@ -176,7 +201,8 @@ def simulate(case: KafkaCase, seed: int = 0, *, bounds: Bounds | None = None) ->
         for msg in records:
             # a consumer reads a partition in order: never before an earlier record of it
             p = parts[msg]
-            last_consume[p] = consume[msg] = max(now + fetch, last_consume[p])
+            last_consume[p] = max(now + ticks(fetch), last_consume[p])
+            consume[msg] = last_consume[p] * S_PER_TICK
             carried[msg] = request
             order[msg] = counter["appended"]
             counter["appended"] += 1
@@ -186,8 +212,10 @@ def simulate(case: KafkaCase, seed: int = 0, *, bounds: Bounds | None = None) ->
         if counter["appended"] == n:
             all_done.succeed()
 
-    producer = KafkaProducer(env, case.producer, parts.__getitem__,
-                             lambda _m: wl.message_bytes, on_append, rngs["append"])
+    producer = CLIENTS[case.producer.semantics](
+        env, case.producer, keyed_partition=keyed, value_bytes=lambda _m: wl.message_bytes,
+        on_append=on_append, append_rng=rngs["append"], partition_rng=rngs["partition"],
+        partition_out=parts)
 
     def count_flush(_size: int, _now: float) -> None:
         counter["flushes"] += 1
@@ -206,23 +234,30 @@ def simulate(case: KafkaCase, seed: int = 0, *, bounds: Bounds | None = None) ->
 
     env.process(_feed(env, wl, rngs["feed"], publish_msg, acked))
     env.run(until=all_done)
-    sent = np.frombuffer(producer.request_sent).copy()
-    acked_at = np.frombuffer(producer.request_acked).copy()
-    requests = pd.DataFrame({"request": np.arange(sent.size),
-                             "broker": np.frombuffer(producer.request_broker, np.int64).copy(),
-                             "n_records": np.frombuffer(producer.request_records,
-                                                        np.int64).copy(),
-                             "t_sent_s": sent, "t_acked_s": acked_at,
-                             "append_s": acked_at - sent})
     return KafkaRun(case=case, seed=seed,
                     publish_s=np.frombuffer(publish).copy(),
                     consume_s=np.frombuffer(consume).copy(),
-                    partition=np.asarray(parts, dtype=np.int64),
+                    partition=np.frombuffer(parts, np.int64).copy(),
                     request=np.frombuffer(carried, np.int64).copy(),
                     append_order=np.frombuffer(order, np.int64).copy(),
                     publish_order=np.frombuffer(published_order, np.int64).copy(),
-                    requests_frame=requests, outer_flushes=counter["flushes"],
-                    requests=producer.requests, end_s=env.now)
+                    request_broker=np.frombuffer(producer.request_broker, np.int64).copy(),
+                    request_records=np.frombuffer(producer.request_records, np.int64).copy(),
+                    request_sent_s=np.frombuffer(producer.request_sent).copy(),
+                    request_acked_s=np.frombuffer(producer.request_acked).copy(),
+                    outer_flushes=counter["flushes"],
+                    requests=producer.requests, end_s=env.now * S_PER_TICK)
+
+
+def _keyed_partitions(case: KafkaCase, n: int) -> array:
+    """Each message's partition by its key (-1: keyless, the client chooses at Produce)."""
+    cfg = case.producer
+    out = array("q", [-1] * n)
+    if case.workload.keyed:
+        for i in range(n):
+            p = key_partition(cfg.semantics, f"k-{case.name}-{i}".encode(), cfg.n_partitions)
+            out[i] = -1 if p is None else p
+    return out
 
 
 def _feed(env, wl: KafkaWorkload, rng, publish_msg, acked):
@@ -236,18 +271,21 @@ def _feed(env, wl: KafkaWorkload, rng, publish_msg, acked):
                 publish_msg(msg)
                 yield waiter
                 if gap:
-                    yield env.timeout(gap)
+                    yield env.timeout(ticks(gap))
         yield env.all_of([env.process(sender(s)) for s in range(min(wl.senders, n))])
         return
-    msg = 0
+    msg, scheduled = 0, 0.0
     while msg < n:
         count = wl.burst_size if wl.feed == "bursts" else 1
         for _ in range(min(count, n - msg)):
             publish_msg(msg)
             msg += 1
         if msg < n:
-            yield env.timeout(rng.exponential(gap) if wl.feed == "poisson" else
-                              wl.gaps_ms[msg - 1] / 1e3 if wl.feed == "trace" else gap)
+            # the schedule is summed, then put on the clock's microseconds: message 40 of a
+            # 25 ms feed comes at 1 s exactly (clock.py)
+            scheduled += (rng.exponential(gap) if wl.feed == "poisson" else
+                          wl.gaps_ms[msg - 1] / 1e3 if wl.feed == "trace" else gap)
+            yield env.timeout(max(0.0, ticks(scheduled) - env.now))
 
 
 _QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
@@ -271,6 +309,7 @@ class KafkaEngine:
     kind = "kafka"
     case_type = KafkaCase
     metrics = METRICS
+    report_metrics = ("latency_p50_s", "latency_p99_s", "latency_max_s", "requests")
     headline = ("latency_p50_s", "latency_p99_s", "latency_max_s", "requests",
                 "records_per_request", "outer_flushes")
     plots = (PlotSpec("cdf"),
@@ -289,14 +328,24 @@ class KafkaEngine:
         m["duration_s"] = run.end_s
         return m
 
-    def pooled_metrics(self, runs: list[KafkaRun]) -> dict[str, float]:
-        return latency_metrics(self.latency_samples(runs))
+    def pool(self, run: KafkaRun) -> dict[str, np.ndarray]:
+        return {"latency": run.latency_s}
 
-    def latency_samples(self, runs: list[KafkaRun]) -> np.ndarray:
-        return np.concatenate([r.latency_s for r in runs])
+    def pooled_metrics(self, pools: list[dict[str, np.ndarray]]) -> dict[str, float]:
+        return latency_metrics(np.concatenate([p["latency"] for p in pools]))
 
     def headline_for(self, summaries: list[Any]) -> tuple[str, ...]:
         return self.headline
+
+    def scaled_load(self, case: KafkaCase, factor: float) -> dict[str, Any]:
+        """Messages ``factor`` times as fast (the gaps divided by it), or ``factor`` times
+        the closed-loop senders."""
+        wl = case.workload
+        if wl.feed == "closed_loop":
+            return {"workload.senders": max(1, round(wl.senders * factor))}
+        if wl.feed == "trace":
+            return {"workload.gaps_ms": tuple(g / factor for g in wl.gaps_ms)}
+        return {"workload.interval_ms": wl.interval_ms / factor}
 
     def work(self, case: KafkaCase) -> Work:
         n, parts = case.workload.n_messages, case.producer.n_partitions

@@ -1,0 +1,90 @@
+"""The three client harnesses and the calibration against a broker named by
+``SIMBATCH_KAFKA_BOOTSTRAP``: where nothing listens, each fails with one clear line within
+10 s; on the real broker, the outer batcher's deadline timer does what it says in every
+harness. The Go and Java harnesses are built by the ``harnesses`` fixture (skipped, with the
+reason, where ``go`` or ``mvn``/``java`` is missing)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from validate.conftest import need
+from validate.kafka_broker import free_port
+from validate.kafka_harness import (
+    ENV,
+    HERE,
+    HarnessConfig,
+    HarnessError,
+    harness_command,
+    run,
+)
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def nowhere(monkeypatch):
+    """SIMBATCH_KAFKA_BOOTSTRAP set to a loopback port where nothing listens."""
+    address = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv(ENV, address)
+    return address
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "franz-go", "java"])
+def test_a_harness_pointed_where_nothing_listens_fails_in_one_line_within_10_s(
+        nowhere, harnesses, client):
+    need(harnesses, client)
+    t0 = time.monotonic()
+    with pytest.raises(HarnessError) as info:
+        run(None, HarnessConfig(client=client, n_messages=5))    # the broker from the env
+    assert time.monotonic() - t0 < 10
+    message = str(info.value)
+    assert "\n" not in message and f"no Kafka broker reachable at {nowhere}" in message
+
+
+@pytest.mark.parametrize("client", ["franz-go", "java"])
+def test_the_go_and_java_harnesses_take_the_broker_from_the_env(nowhere, harnesses, client,
+                                                                  tmp_path):
+    # the binaries on their own (no broker flag): exit 2, one line on stderr, within 10 s
+    need(harnesses, client)
+    cmd = harness_command(client, None, HarnessConfig(client=client), tmp_path / "x.csv")
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"no Kafka broker reachable at {nowhere}" in lines[0], lines
+
+
+def test_the_calibration_pointed_where_nothing_listens_fails_in_one_line(nowhere, tmp_path):
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "validate.calibrate_kafka", "--ci",
+                           "--out-dir", str(tmp_path), "--models-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, cwd=HERE.parent)
+    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("calibrate_kafka: error: no Kafka broker "
+                                                   f"reachable at {nowhere}"), lines
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "franz-go", "java"])
+def test_the_deadline_timer_flushes_its_linger_after_the_first_message(kafka_broker,
+                                                                       harnesses, client):
+    # 24 messages 25 ms apart, deadline 100 ms, client linger 0: every message waits in the
+    # outer batcher at most 100 ms (+ the client and the broker), the first of each batch
+    # about that long, and the last batch waits for its timer, not for the end of the feed
+    need(harnesses, client)
+    cfg = HarnessConfig(client=client, n_messages=24, interval_ms=25, linger_ms=0,
+                        outer_linger_ms=100, outer_timer="deadline", warmup_s=0.5)
+    rec = run(kafka_broker["bootstrap"], cfg)
+    held = rec["produce_s"] - rec["publish_s"]
+    flush = np.concatenate([[0], np.cumsum(np.diff(rec["produce_s"]) > 0.010)])
+    heads = [held[flush == k].max() for k in np.unique(flush)]   # each batch's first message
+    assert len(heads) >= 5
+    assert all(0.080 < h < 0.130 for h in heads), heads   # the last batch too
