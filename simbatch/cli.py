@@ -93,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="local processes to run on (default: every core)")
     rec.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                      help="run on a Dask distributed cluster at this scheduler instead")
+    rec.add_argument("--verify", action="store_true",
+                     help="run the recommendation and the next best on the real system "
+                          "(validate/: a Kafka broker started on loopback, or the one named "
+                          "by SIMBATCH_KAFKA_BOOTSTRAP) and print measured beside predicted; "
+                          "exit 1 if outside the calibration suite's tolerance")
     rec.add_argument("--max-events", default=None, metavar="N",
                      help=f"refuse runs estimated above N simulation events "
                           f"(default {Bounds().max_events:.0e})")
@@ -227,6 +232,15 @@ def _recommend(args: argparse.Namespace, argv: list[str]) -> int:
         if bar is not None:
             bar.close()
     print(to_json(rec.document()) if args.json else rec.markdown())
+    verified_ok = True
+    if args.verify:
+        from validate.verify import markdown as verify_markdown
+        from validate.verify import verify
+
+        results = verify(rec)
+        print("\nMeasured on the real system beside predicted:\n")
+        print(verify_markdown(results))
+        verified_ok = all(v.ok for v in results)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -236,7 +250,7 @@ def _recommend(args: argparse.Namespace, argv: list[str]) -> int:
         rec.table.to_csv(stem.with_suffix(".csv"), index=False)
         rec.plot(stem.with_suffix(".png"))
         print(f"wrote {stem}.md, .json, .csv, .png", file=sys.stderr)
-    return 0
+    return 0 if verified_ok else 1
 
 
 def _fit_service(args: argparse.Namespace) -> int:
