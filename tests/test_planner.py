@@ -26,7 +26,6 @@ REDUCED = {
     "c-lingers-franzgo": ["workload.n_messages=1600"],
     "c-lingers-librdkafka": ["workload.n_messages=1600"],
     "d-client-stats-fix": ["workload.n_transactions=2048"],
-    "e-bucket-map-cores": ["map.n_tx=1000000", "map.n_probes=1000000", "map.n_subtrees=64"],
 }
 
 

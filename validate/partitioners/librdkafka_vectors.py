@@ -54,7 +54,7 @@ def produced_partitions(bootstrap: str, n_partitions: int, keys: list[str]) -> l
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("bootstrap")
     ap.add_argument("--label", default="p")
     ap.add_argument("--n", type=int, default=2000)
