@@ -67,6 +67,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class HarnessConfig:
     n_partitions: int = 1
     linger_ms: float = 0.0            # the client's linger (linger.ms / ProducerLinger)
     outer_linger_ms: float | None = None   # None: no outer batcher
-    outer_timer: str = "debounce"     # "debounce" | "deadline"
+    outer_timer: Literal["debounce", "deadline"] = "debounce"
     outer_max_batch: int = 10_000
     batch_num_messages: int = 10_000  # librdkafka only
     batch_size_bytes: int = 1_000_000  # librdkafka only
@@ -441,8 +442,8 @@ def harness_command(client: str, bootstrap: str | None, config: HarnessConfig,
         cmd = ["java", "-jar", str(build_javaproducer()),
                "--partitions", str(config.n_partitions),
                "--linger-ms", whole("linger_ms", config.linger_ms),
-               "--outer-linger-ms", outer if outer == "none" else whole("outer_linger_ms",
-                                                                        outer),
+               "--outer-linger-ms", ("none" if config.outer_linger_ms is None
+                                     else whole("outer_linger_ms", config.outer_linger_ms)),
                "--outer-timer", config.outer_timer,
                "--outer-max-batch", str(config.outer_max_batch), "--n", str(config.n_messages),
                "--interval-ms", whole("interval_ms", config.interval_ms),

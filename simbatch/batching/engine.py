@@ -201,10 +201,6 @@ def run_metrics(run: BatchRun) -> dict[str, float]:
     return m
 
 
-def _latencies(runs: list[BatchRun]) -> np.ndarray:
-    return np.concatenate([_arrays(r)["done"] - _arrays(r)["put"] for r in runs])
-
-
 _STATS = ("mean", *QUANTILES, "max")
 METRICS = (
     "block_time_s", "throughput_items_per_s", "n_items", "n_batches",
@@ -222,6 +218,8 @@ class BatchingEngine:
     kind = "batcher"
     case_type = Case
     metrics = METRICS
+    report_metrics = ("block_time_s", "item_latency_p50_s", "item_latency_p99_s",
+                      "throughput_items_per_s")
     headline = ("block_time_s", "item_latency_p50_s", "item_latency_p99_s",
                 "batch_size_mean", "flush_share_size", "flush_share_timer", "flush_share_drain")
     plots = (PlotSpec("cdf"),
@@ -234,12 +232,14 @@ class BatchingEngine:
     def run_metrics(self, run: BatchRun) -> dict[str, float]:
         return run_metrics(run)
 
-    def pooled_metrics(self, runs: list[BatchRun]) -> dict[str, float]:
-        txns = np.concatenate([_arrays(r)["txn_latency"] for r in runs])
-        return {**_latency(_latencies(runs), "item_latency"), **_latency(txns, "txn_latency")}
+    def pool(self, run: BatchRun) -> dict[str, np.ndarray]:
+        a = _arrays(run)
+        return {"latency": a["done"] - a["put"], "txn_latency": a["txn_latency"]}
 
-    def latency_samples(self, runs: list[BatchRun]) -> np.ndarray:
-        return _latencies(runs)
+    def pooled_metrics(self, pools: list[dict[str, np.ndarray]]) -> dict[str, float]:
+        items = np.concatenate([p["latency"] for p in pools])
+        txns = np.concatenate([p["txn_latency"] for p in pools])
+        return {**_latency(items, "item_latency"), **_latency(txns, "txn_latency")}
 
     def headline_for(self, summaries: list[Any]) -> tuple[str, ...]:
         """With a client CPU stage, where the CPU goes (table R3) instead of the batches."""
@@ -247,6 +247,14 @@ class BatchingEngine:
             return ("block_time_s", "throughput_items_per_s", "stats_cpu_share",
                     "stats_set_cpu_share", "item_stats_lock_wait_mean_s", "item_latency_p99_s")
         return self.headline
+
+    def scaled_load(self, case: Case, factor: float) -> dict[str, Any]:
+        """A block of ``factor`` times the transactions, or arrivals ``factor`` times as
+        fast."""
+        wl = case.workload
+        if isinstance(wl, BlockWorkload):
+            return {"workload.n_transactions": max(1, round(wl.n_transactions * factor))}
+        return {"workload.rate_per_s": wl.rate_per_s * factor}
 
     def work(self, case: Case) -> Work:
         wl = case.workload
