@@ -125,3 +125,66 @@ def test_same_seed_gives_identical_frames(case, seed):
     a, b = simulate(case, seed).frames(), simulate(case, seed).frames()
     for name in a:
         pd.testing.assert_frame_equal(a[name], b[name])
+
+
+# ------------------------------------------------------------------ with the client's CPU on
+@st.composite
+def go_cases(draw):
+    """Block workloads on 1 to 3 modelled processors, random costs, a quiet host or one
+    with stalls and slow wake-ups, sleeping, CPU-bound or service-call flushes."""
+    from simbatch.batching import GoConfig
+
+    batcher = draw(batchers())
+    batcher = BatcherConfig(**{**batcher.__dict__, "tick_ms": None})
+    fanout = draw(st.sampled_from(["sequential", "errgroup"]))
+    workload = BlockWorkload(n_transactions=draw(st.integers(1, 40)),
+                             inputs_per_tx=draw(st.integers(0, 5)), fanout=fanout,
+                             cap=draw(st.integers(1, 50)) if fanout == "errgroup" else None,
+                             key_space=draw(st.one_of(st.none(), st.integers(1, 20))))
+    cost = st.floats(0, 5000)
+    go = GoConfig(gomaxprocs=draw(st.integers(1, 3)), flush_cpu=draw(st.booleans()),
+                  spawn_ns=draw(cost), switch_ns=draw(cost), ready_ns=draw(cost),
+                  wakep_ns=draw(cost), put_ns=draw(cost), flush_ns=draw(cost))
+    grid = tuple(np.linspace(0, 1, 11))
+    host = draw(st.sampled_from([
+        HostConfig(timer_overshoot_us=90),
+        HostConfig(quantiles=grid, wake_us=tuple(np.geomspace(1, 2000, 11)),
+                   backoff_us=tuple(np.linspace(3, 80, 11)), stall_per_s=(300.0, 600.0),
+                   stall_us={"1": tuple(np.geomspace(30, 5000, 11)),
+                             "2": tuple(np.geomspace(30, 9000, 11))})]))
+    return Case(workload=workload, batcher=batcher, service=draw(services()), host=host,
+                go=go)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=go_cases(), seed=st.integers(0, 2**32 - 1))
+def test_invariants_with_the_cpu_on(case, seed):
+    run = simulate(case, seed)
+    f = run.frames()
+    items, batches, txns = f["items"], f["batches"], f["txns"]
+    # every item completes exactly once, in one batch; nothing is lost or duplicated
+    assert (items.batch >= 0).all()
+    assert batches["size"].sum() == len(items) == items.item.nunique()
+    assert (items.groupby("batch").size().reindex(batches.batch).to_numpy()
+            == batches["size"].to_numpy()).all()
+    assert items.t_done_s.notna().all() and txns.t_end_s.notna().all()
+    assert len(txns) == case.workload.n_transactions
+    assert batches["size"].between(1, case.batcher.size).all()
+    for col in ("put_block_s", "batch_wait_s", "dispatch_wait_s", "service_s"):
+        assert (items[col] >= -EPS).all(), col
+    order = items.sort_values(["t_enqueued_s", "item"], kind="stable").batch.to_numpy()
+    if (items.put_block_s <= EPS).all():
+        assert (np.diff(order) >= 0).all()
+    if case.batcher.dispatch == "pool":
+        assert max_in_flight(batches) <= case.batcher.max_concurrent
+    # the processors cannot have done more than gomaxprocs x the block's time of work (a
+    # run's effects land at its start: the driver's last run may end a quantum later)
+    assert run.block_time_s >= run.go_cpu_s / case.go.gomaxprocs - 1e-5
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=go_cases(), seed=st.integers(0, 2**32 - 1))
+def test_same_seed_gives_identical_frames_with_the_cpu_on(case, seed):
+    a, b = simulate(case, seed).frames(), simulate(case, seed).frames()
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name])

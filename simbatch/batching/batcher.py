@@ -22,7 +22,9 @@ Modelled, by version:
   most ``size``, wait for in-flight background batches.
 
 The host's timers fire late by ``HostConfig.timer_overshoot_us`` (the scenario's ``[host]``
-table), applied to the timer and to ticks.
+table), applied to the timer and to ticks; with a measured host (``[host] model = ...``)
+each timer's and tick's lateness is drawn from the host's ``timer_us`` distribution instead
+(:mod:`simbatch.batching.hosttiming`).
 
 Simplifications: ``Trigger()``, PutBatch and greedy accumulate are not modelled. Work at one
 simulated instant is ordered by SimPy's event queue, so when a timer and an item are ready
@@ -39,6 +41,7 @@ from ..core.config import Bool, Float, PosInt, Rule, at, config
 from ..core.pool import FifoPool
 from ..core.work import EventGuard
 from .channel import Channel
+from .hosttiming import HostTiming
 
 TIMERS = ("first_item", "cycle")
 DISPATCHES = ("inline", "background", "pool")
@@ -118,13 +121,14 @@ class Batcher:
 
     def __init__(self, env: simpy.Environment, config: BatcherConfig, service, *,
                  on_enqueue=None, overshoot_s: float = 0.0,
-                 guard: EventGuard | None = None) -> None:
+                 guard: EventGuard | None = None, timing: HostTiming | None = None) -> None:
         self.env = env
         self.config = config
         self.service = service
         self.channel = Channel(env, config.queue_capacity, on_enqueue)
         self._timeout_s = config.timeout_ms / 1e3 + overshoot_s
         self._overshoot_s = overshoot_s
+        self._timing = timing if timing is not None and timing.measured else None
         self._guard = guard or EventGuard(float("inf"))
         self._timer_gen = 0
         self._timer_due = False
@@ -158,7 +162,9 @@ class Batcher:
         self._timer_gen += 1
         self._timer_due = False
         gen = self._timer_gen
-        timeout = self.env.timeout(self._timeout_s)
+        d_s = (self._timeout_s if self._timing is None
+               else self._timing.timer_s(self.config.timeout_ms / 1e3))
+        timeout = self.env.timeout(d_s)
         timeout.callbacks.append(lambda _ev: self._on_timer(gen))
 
     def _disarm_timer(self) -> None:
@@ -176,8 +182,9 @@ class Batcher:
         elapsed = self.env.now - self._ticker_origin
         k = int(elapsed // period) + 1
         while not self._closed:
-            yield self.env.timeout(self._ticker_origin + k * period - self.env.now
-                                   + self._overshoot_s)
+            late = (self._overshoot_s if self._timing is None
+                    else self._timing.timer_s(period) - period)
+            yield self.env.timeout(self._ticker_origin + k * period - self.env.now + late)
             k += 1
             self._guard.fired("BatcherConfig", "tick_ms", self.config.tick_ms, self.env.now)
             if not self._tick_due:

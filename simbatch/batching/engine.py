@@ -1,11 +1,27 @@
 """The batcher pipeline's engine: producers -> go-batcher -> batch call -> client CPU.
 
-A case is a workload, a batcher, a service model and the host's timers (the scenario's
-``[workload]``, ``[batcher]``, ``[service]`` with ``[service.client]`` and
-``[service.stats]``, and ``[host]``). A run is a pure function of (case, seed): the seed is
-split into one named random stream per source (``inputs``, ``keys``, ``arrivals``,
-``service``; :func:`simbatch.core.streams.streams`), so two cases run with one seed see the
-same workload (common random numbers).
+A case is a workload, a batcher, a service model, the host's timers and the Go client's
+processors (the scenario's ``[workload]``, ``[batcher]``, ``[service]`` with
+``[service.client]`` and ``[service.stats]``, ``[host]`` and ``[go]``). A run is a pure
+function of (case, seed): the seed is split into one named random stream per source
+(``inputs``, ``keys``, ``arrivals``, ``service``, ``host``, ``scheduler``;
+:func:`simbatch.core.streams.streams`), so two cases run with one seed see the same workload
+(common random numbers).
+
+Two ways to run a case:
+
+* ``[go]`` unset (the default): no CPU is charged on the client; work at one simulated
+  instant is ordered as SimPy schedules it (a producer's Puts land before the worker wakes),
+  so every run of a case makes the same batches when its service is constant;
+* ``[go] gomaxprocs = n``: every goroutine runs on ``n`` processors under Go's scheduler,
+  each runtime operation a CPU cost from ``[go]`` (:mod:`.goclient`, :mod:`.scheduler`,
+  :mod:`.gocpu`): spawning a goroutine per transaction, each Put, the worker's loop, the
+  hand-off, completing each item. Which goroutine runs next when several are ready is Go's
+  rule with random wake-up latencies (the ``scheduler`` stream), so drain mode's batches
+  vary run to run as the real library's do.
+
+``[host] model = "../models/host-loopback.toml"`` draws every timer and sleep from the host's
+measured distributions (:mod:`.hosttiming`) instead of adding ``timer_overshoot_us``.
 
 Metrics (stable names, units in the name):
 
@@ -45,27 +61,23 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from ..core.config import Field, NonNeg, Tag, config, kind_tag
+from ..core.config import Field, Rule, Tag, config, kind_tag
 from ..core.engine import CaseBase, PlotSpec, Run, register
 from ..core.errors import ConfigError, check_int, fail
 from ..core.streams import streams
 from ..core.work import Bounds, EventGuard, Work
 from .batcher import TRIGGERS, Batcher, BatcherConfig
+from .goclient import GoBlock
+from .gocpu import GoConfig
+from .hosttiming import HostConfig, HostTiming
 from .producers import BlockWorkload, OpenLoopWorkload, Producers
 from .records import Recorder
+from .scheduler import Scheduler
 from .service import BatchService, ServiceConfig
+from .sleepcall import SleepCall
 
-STREAMS = ("inputs", "keys", "arrivals", "service")
+STREAMS = ("inputs", "keys", "arrivals", "service", "host", "scheduler")
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
-
-
-@config
-class HostConfig:
-    """The host's timers (``[host]``): ``timer_overshoot_us``, how late a Go timer or sleep
-    fires on it (golang/go#44343: platform-dependent); added to the batcher's timer and
-    ticks, and to a flush that is a sleep."""
-
-    timer_overshoot_us: NonNeg = 0.0
 
 
 Workload = Annotated[Union[Annotated[BlockWorkload, Tag("block")],
@@ -87,6 +99,15 @@ class Case(CaseBase):
     workload: Workload = Field(default_factory=BlockWorkload)
     batcher: BatcherConfig = Field(default_factory=BatcherConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+    go: GoConfig = Field(default_factory=GoConfig)
+    RULES = (
+        Rule("go", "a [go] section without gomaxprocs for an open_loop workload (the "
+             "client's CPU is modelled for a block)",
+             lambda c: not c.go.enabled or isinstance(c.workload, BlockWorkload)),
+        Rule("go", "a [go] section without gomaxprocs when batcher.tick_ms is set (tick "
+             "mode is not modelled with the client's CPU)",
+             lambda c: not c.go.enabled or c.batcher.tick_ms is None),
+    )
 
 
 @dataclass
@@ -95,6 +116,7 @@ class BatchRun(Run):
 
     recorder: Recorder = None  # type: ignore[assignment]
     end_s: float = 0.0
+    go_cpu_s: float = 0.0
 
     @property
     def block_time_s(self) -> float:
@@ -124,13 +146,15 @@ def simulate(case: Case, seed: int = 0, *, bounds: Bounds | None = None) -> Batc
     rngs = streams(seed, STREAMS)
     env = simpy.Environment()
     recorder = Recorder()
-    late_us = case.host.timer_overshoot_us
+    timing = HostTiming(case.host, rngs["host"])
     guard = EventGuard((bounds or Bounds()).max_events)
+    if case.go.enabled:
+        return _simulate_go(case, seed, env, recorder, rngs, timing, guard)
+    late_us = case.host.timer_overshoot_us
     producers = Producers(env, case.workload, recorder, rngs)
-    service = BatchService(env, case.service, rngs["service"], recorder,
-                           on_done=producers.items_done, late_us=late_us)
+    service = _service(env, case, rngs, recorder, producers.items_done, timing)
     batcher = Batcher(env, case.batcher, service, on_enqueue=recorder.enqueued,
-                      overshoot_s=late_us / 1e6, guard=guard)
+                      overshoot_s=late_us / 1e6, guard=guard, timing=timing)
     batcher.start()
     all_done = producers.start(batcher)
     try:
@@ -144,6 +168,33 @@ def simulate(case: Case, seed: int = 0, *, bounds: Bounds | None = None) -> Batc
         original = exc.__cause__ if isinstance(exc.__cause__, ConfigError) else exc
         raise original.under("batcher") from None
     return BatchRun(case=case, seed=seed, recorder=recorder, end_s=end)
+
+
+def _service(env: simpy.Environment, case: Case, rngs: dict[str, np.random.Generator],
+             recorder: Recorder, on_done: Any, timing: HostTiming) -> Any:
+    """The flush's call: a sleep on a measured host, else the service model."""
+    svc = case.service
+    if (timing.measured and svc.is_sleep and svc.max_in_flight is None
+            and not svc.has_client_stage):
+        return SleepCall(env, svc, rngs["service"], recorder, timing, on_done)
+    return BatchService(env, svc, rngs["service"], recorder, on_done=on_done,
+                        late_us=case.host.timer_overshoot_us)
+
+
+def _simulate_go(case: Case, seed: int, env: simpy.Environment, recorder: Recorder,
+                 rngs: dict[str, np.random.Generator], timing: HostTiming,
+                 guard: EventGuard) -> BatchRun:
+    """A run with the client's CPU modelled (``[go] gomaxprocs`` set)."""
+    sched = Scheduler(env, case.go, rngs["scheduler"], timing)
+    service = BatchService(env, case.service, rngs["service"], recorder,
+                           late_us=case.host.timer_overshoot_us)
+    block = GoBlock(env, sched, case, recorder, rngs, service, guard)
+    try:
+        env.run(until=block.start())
+    except ConfigError as exc:          # a cycle timer that would not let the run end
+        raise exc.under("batcher") from None
+    return BatchRun(case=case, seed=seed, recorder=recorder, end_s=block.end_s,
+                    go_cpu_s=sched.busy_s)
 
 
 # ---------------------------------------------------------------------------- metrics
@@ -195,7 +246,7 @@ def run_metrics(run: BatchRun) -> dict[str, float]:
     m["item_stats_lock_wait_mean_s"] = (float(np.dot(sizes, wait)) / n_items
                                         if n_items else 0.0)
     m["throughput_ops_per_s"] = m["throughput_items_per_s"]
-    m["cores_busy"] = process * 1e-9 / run.end_s if run.end_s else 0.0
+    m["cores_busy"] = ((process * 1e-9 + run.go_cpu_s) / run.end_s) if run.end_s else 0.0
     for code, trig in enumerate(TRIGGERS):
         m[f"flush_share_{trig}"] = float((triggers == code).mean()) if sizes.size else 0.0
     return m
@@ -259,7 +310,9 @@ class BatchingEngine:
     def work(self, case: Case) -> Work:
         wl = case.workload
         items = wl.n_transactions * wl.distribution.mean
-        events = 4.0 * items + 4.0 * wl.n_transactions
+        # with the client's CPU, every goroutine's run can be an event
+        per = 8.0 if case.go.enabled else 4.0
+        events = per * items + per * wl.n_transactions
         memory = 160.0 * items + 80.0 * wl.n_transactions
         driver = "workload.n_transactions"
         value: object = wl.n_transactions

@@ -1,0 +1,118 @@
+"""The Go client's CPU: how many processors it runs on and what each runtime operation costs.
+
+The ``[go]`` section of a batcher case. Off by default (``gomaxprocs`` unset): the engine
+then charges no CPU at all and orders work at one instant as SimPy schedules it, exactly as
+before this section existed. With ``gomaxprocs`` set, every goroutine of the pipeline (the
+block's driver and its errgroup, one goroutine per transaction, go-batcher's worker, its
+dispatch pool or per-batch goroutines, the flush callback) runs on ``gomaxprocs``
+processors under Go's scheduler (:mod:`simbatch.batching.scheduler`), and each operation
+below is CPU time on the processor that runs it, in nanoseconds.
+
+Where each cost is spent (go-batcher v2.0.6 ``batcher.go``, x/sync ``errgroup``, the Go
+runtime of ``src/runtime``):
+
+``spawn_ns``
+    a ``go`` statement in the parent (``newproc``: a goroutine from the free list, put in
+    the processor's ``runnext``), with errgroup's ``wg.Add``;
+``exit_ns``
+    a goroutine's return (``goexit0``, back to the free list), with errgroup's ``done``;
+``switch_ns``
+    a context switch: the running goroutine parks (``gopark``) or exits and ``schedule``
+    starts the next one;
+``cold_ns``
+    more, when the goroutine switched to has been parked for over 100 us (or is new): its
+    stack and state are no longer in the caches -- a block of thousands of goroutines
+    wakes most of them cold;
+``ready_ns``
+    making a parked goroutine runnable (``goready``: ``runqput`` and ``wakep``), charged to
+    the goroutine that wakes it (a channel hand-off, ``wg.Done``, a pool hand-off);
+``wakep_ns``
+    more, when that ``wakep`` finds an idle processor and no spinning thread and so wakes a
+    thread (``startm``: a futex wake-up, a system call);
+``chan_ns``
+    one channel operation that neither blocks nor wakes (a buffered send or receive, a
+    ``select`` poll, errgroup's semaphore);
+``put_ns``
+    go-batcher's ``Put`` beyond its channel send (``enqueue``: the metrics hook, the select);
+``item_ns``
+    the worker's work per item received (``appendItems``);
+``flush_ns``
+    per flush: ``flushBatch`` and ``dispatchAndRecord`` (in-flight count, trigger metrics,
+    tracing span, two clock reads, the batch slice pool);
+``timer_ns``
+    arming or stopping a timer (``timer.Reset``, ``time.Sleep``);
+``done_ns``
+    the flush callback's work per item it completes (``wg.Done``);
+``flush_cpu``
+    the flush callback's service time is CPU on a processor (a CPU-bound callback, the
+    harness's spin flush) rather than a wait;
+``other_timers_ms``
+    the periods of the process's other timers, each re-armed when it fires and started at
+    a random phase: idle batchers' cycle timers, say (the harness's process keeps two
+    go-batcher v1.1.0 batchers of 5 and 10 ms cycling through every block). They cost no
+    CPU here, but each wakes an idle process, which re-truncates its wait for the next
+    timer to whole milliseconds (:mod:`.scheduler`).
+
+How long an idle processor's thread takes to wake, how long ``runqgrab``'s ``usleep(3)``
+back-off takes, and how often other processes on the machine take the client's threads
+are properties of the host (``[host] wake_us``, ``backoff_us``, ``stall_per_s``,
+``stall_us``: :mod:`.hosttiming`).
+
+The costs of ``models/gobatcher-loopback.toml`` were measured on this project's machine by
+``validate/gobatcher -costs`` and fitted on a subset of the harness's cells
+(``validate/calibrate_gobatcher.py``); ``[go] model = "../models/gobatcher-loopback.toml"``
+loads them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from ..core.config import Bool, Float, NonNeg, PosInt, at, config
+
+COSTS = ("spawn_ns", "exit_ns", "switch_ns", "cold_ns", "ready_ns", "wakep_ns", "chan_ns",
+         "put_ns", "item_ns", "flush_ns", "timer_ns", "done_ns")
+
+
+@config
+class GoConfig:
+    """The Go client's processors and the CPU cost of each runtime operation (``[go]``).
+
+    Parameters
+    ----------
+    gomaxprocs : int or None
+        Processors (``GOMAXPROCS``) the client's goroutines run on; ``None`` = the client's
+        CPU is not modelled (the default).
+    spawn_ns, exit_ns, switch_ns, cold_ns, ready_ns, wakep_ns, chan_ns, put_ns, item_ns, \
+flush_ns, timer_ns, done_ns : float
+        CPU per operation, nanoseconds (see the module docstring).
+    flush_cpu : bool
+        The flush callback's service time is CPU on a processor.
+    other_timers_ms : list of float
+        Periods of the process's other timers (milliseconds).
+
+    Examples
+    --------
+    >>> GoConfig().enabled, GoConfig(gomaxprocs=2).enabled
+    (False, True)
+    """
+
+    gomaxprocs: PosInt | None = None
+    spawn_ns: NonNeg = 400.0
+    exit_ns: NonNeg = 300.0
+    switch_ns: NonNeg = 250.0
+    cold_ns: NonNeg = 0.0
+    ready_ns: NonNeg = 150.0
+    wakep_ns: NonNeg = 2000.0
+    chan_ns: NonNeg = 60.0
+    put_ns: NonNeg = 30.0
+    item_ns: NonNeg = 30.0
+    flush_ns: NonNeg = 600.0
+    timer_ns: NonNeg = 100.0
+    done_ns: NonNeg = 30.0
+    flush_cpu: Bool = False
+    other_timers_ms: tuple[Annotated[Float, at.Ge(0.01)], ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return self.gomaxprocs is not None

@@ -1,0 +1,517 @@
+"""Go's scheduler: which runnable goroutine runs next, on which processor, and when.
+
+The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/proc.go``):
+
+* **runnext.** A goroutine made runnable by the running one (``ready`` with ``next=true``,
+  called by ``goready`` for a channel hand-off or ``wg.Done``, and by ``newproc`` for a
+  ``go`` statement) goes into its processor's one-slot ``runnext``; the goroutine that held
+  the slot is kicked to the tail of the local run queue (``runqput``). ``schedule`` ->
+  ``findRunnable`` -> ``runqget`` runs ``runnext`` first, then the local queue in FIFO
+  order, then the global queue (unbounded here: the 256-slot local queue's overflow to the
+  global queue, ``runqputslow``, only reorders which transaction runs when).
+* **Work stealing.** A processor out of work steals half of another's local queue
+  (``stealWork`` -> ``runqsteal`` -> ``runqgrab``: ``n - n/2``) and runs the last of them;
+  only when that queue is empty, on its last attempt, does it take the other's
+  ``runnext``, and if that processor is running it first sleeps ``usleep(3)`` "to ensure
+  that pp isn't about to run the g we are about to steal" (``runqgrab``), so a goroutine
+  readied by a producer that is about to block usually runs on the producer's processor.
+  The sleep lasts what the host makes of a 3 us nanosleep (``[host] backoff_us``).
+* **Waking idle processors.** Readying a goroutine or starting one calls ``wakep``: if a
+  processor is idle and no thread is spinning, one idle processor's thread is woken
+  (``startm``); it starts looking for work after a wake-up latency (a futex wake and the
+  kernel scheduling the thread), drawn from the host's measured distribution (``[host]
+  wake_us``). A thread that finds work stops spinning and, being the last spinner, wakes
+  another (``resetspinning``).
+* **Timers.** A timer or sleep that expires while a processor is running fires at that
+  processor's next scheduling point (``checkTimers`` at the top of ``schedule`` /
+  ``findRunnable``) and its goroutine goes into that processor's ``runnext``. While a
+  processor is idle its thread waits for the earliest timer in ``netpoll``
+  (``runtime/netpoll_epoll.go``): ``epoll_wait`` for ``delay / 1 ms`` whole milliseconds,
+  truncated, and 1 ms for any delay under 1 ms, each wait returning late by the host's
+  measured overshoot of a 1 ms wait (``[host] sleep_us``, key 1000); it then runs the
+  timers due, or waits again. So ``time.Sleep(500us)`` in an idle process takes ~1.1 ms,
+  a 10 ms timer ~10.2 ms, and any other wake-up of the idle process (another timer:
+  ``[go] other_timers_ms``) makes the next timer later by up to 1 ms, as on the host. With
+  ``[host] timer_overshoot_us`` instead, an idle process's timers fire that late.
+* **select.** A ``select`` with several ready cases picks one uniformly at random
+  (``selectgo``'s random ``pollorder``), from the same stream.
+
+* **The host's other processes** take a running processor's thread now and then: a run is
+  lengthened by a stall at the host's measured rate (``[host] stall_per_s``, by how many
+  of the client's threads are running) and length (``stall_us``).
+
+So the order of simultaneous runnable goroutines -- the worker woken by a ``Put`` against
+the producers still putting -- follows from these rules and the random wake-up latencies:
+with one processor it is fixed, with two it varies run to run, as the harness measures.
+The random draws (wake-ups, stalls, ``select``) come from the run's ``scheduler`` stream.
+
+Simulation: a goroutine is a Python generator (:class:`G`) that yields its CPU cost in
+nanoseconds, or :data:`PARK` to block (it has registered where it waits), or :data:`SYNC`
+to let the simulation clock catch up before it touches a SimPy component. A run of a
+goroutine on a processor lasts until it blocks, has used ``QUANTUM_NS``, or has made a
+goroutine runnable while another processor is idle or looking for work (which may steal
+it); its effects (channel operations, goroutines it readies, records) happen at the run's
+start and the processor is then busy for the run's CPU. When a processor's next run starts
+before any other pending event, it runs at once without a SimPy event ("run ahead"), which
+keeps a block of a million inputs fast. Not modelled: preemption after 10 ms (no run here lasts
+that long), per-processor timer heaps (timers are global), the garbage collector, and
+neighbours on the host taking the processors' threads.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from .gocpu import GoConfig
+from .hosttiming import HostTiming
+
+PARK = object()
+"""Yielded by a goroutine that blocks; whoever it waits for calls :meth:`Scheduler.ready`."""
+SYNC = object()
+"""Yielded by a goroutine before it calls into SimPy: its run ends, the next starts at a
+real simulation event."""
+
+QUANTUM_NS = 5000.0
+COLD_AFTER_S = 100e-6
+"""A goroutine parked for longer than this resumes cold (``[go] cold_ns``)."""
+_CHUNK = 4096
+
+IDLE, WAKING, RUNNING = 0, 1, 2
+_CONT, _PARKED, _EXITED, _SYNCED = 0, 1, 2, 3
+
+Body = Generator[Any, Any, None]
+
+
+class G:
+    """A goroutine: its body (a generator), the value it is resumed with, and where it
+    last ran."""
+
+    __slots__ = ("body", "value", "name", "p", "parked_at")
+
+    def __init__(self, body: Body, name: str = "") -> None:
+        self.body = body
+        self.value: Any = None
+        self.name = name
+        self.p: P | None = None
+        self.parked_at = -1.0            # when it last blocked; new goroutines are cold
+
+    def __repr__(self) -> str:
+        return f"G({self.name})"
+
+
+class P:
+    """A processor: its ``runnext`` slot, its local run queue, its state."""
+
+    __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in")
+
+    def __init__(self, index: int) -> None:
+        self.id = index
+        self.runnext: G | None = None
+        self.runq: deque[G] = deque()
+        self.state = IDLE
+        self.g: G | None = None
+        self.busy_ns = 0.0
+        self.stall_in = -1.0            # running time to the next stall, in units of 1/rate
+
+
+class Timer:
+    """A runtime timer: once it is due (``when``), it calls ``fire`` with the processor
+    that runs it, at that processor's next scheduling point or when the idle process's
+    poller wakes (see the module docstring). ``dead`` timers (stopped, reset, fired) are
+    skipped."""
+
+    __slots__ = ("when", "fire", "dead")
+
+    def __init__(self, when: float, fire: Callable[[P], None]) -> None:
+        self.when = when
+        self.fire = fire
+        self.dead = False
+
+    def __lt__(self, other: Timer) -> bool:
+        return self.when < other.when
+
+
+class Scheduler:
+    """Runs goroutines on ``config.gomaxprocs`` processors (see the module docstring).
+
+    Parameters
+    ----------
+    env : simpy.Environment
+    config : GoConfig
+    rng : numpy.random.Generator
+        The ``scheduler`` stream: ``select``'s choices.
+    host : HostTiming
+        How long timers and sleeps take when every processor is idle, idle processors'
+        wake-ups and the host's stalls (drawn from the ``host`` stream).
+    """
+
+    def __init__(self, env: simpy.Environment, config: GoConfig, rng: np.random.Generator,
+                 host: HostTiming) -> None:
+        self.env = env
+        self.config = config
+        self.host = host
+        self._rng = rng
+        self._u: list[float] = []
+        self._stalls = bool(host.config.stall_per_s)
+        self.ps = [P(i) for i in range(config.gomaxprocs or 1)]
+        self._idle: deque[P] = deque(self.ps)
+        self._global: deque[G] = deque()
+        self._spinning = 0
+        self._running = 0
+        self._timers: list[Timer] = []
+
+        self._poll_gen = 0
+        self._poll_for: float | None = None
+        self.now = 0.0
+        """The time the running goroutine's effects happen at (seconds)."""
+        self.p: P | None = None
+        """The processor running a goroutine right now (``None`` between runs)."""
+        self.p_extra_ns = 0.0
+        """CPU the running goroutine's runtime calls added to its run (wakep)."""
+        self._observed = False
+
+    @property
+    def observed(self) -> bool:
+        """Whether the running goroutine has made another runnable while another processor
+        is idle or looking for work: its run should end so that time can pass."""
+        return self._observed
+
+    # ---------------------------------------------------------------- random draws
+    def _stall_s(self, p: P, cost_ns: float) -> float:
+        """How long the host's other processes hold ``p``'s thread during a run of
+        ``cost_ns`` (seconds; usually 0)."""
+        host = self.host
+        threads = max(1, self._running)
+        rate = host.stall_rate(threads)
+        if rate <= 0:
+            return 0.0
+        if p.stall_in < 0:
+            p.stall_in = host.exponential()
+        p.stall_in -= cost_ns * 1e-9 * rate
+        stalled = 0.0
+        while p.stall_in < 0:
+            stalled += host.stall_s(threads)
+            p.stall_in += host.exponential()
+        return stalled
+
+    def choose(self, n: int) -> int:
+        """A uniform choice among ``n`` ready ``select`` cases."""
+        if not self._u:
+            self._u = self._rng.random(_CHUNK).tolist()
+        return min(int(self._u.pop() * n), n - 1)
+
+    # ---------------------------------------------------------------- goroutines
+    def start(self, fn: Callable[..., Body], *args: Any, name: str = "main") -> G:
+        """Start a goroutine ``fn(g, *args)`` from outside any goroutine (the block's
+        driver): it runs on an idle processor now."""
+        g = G(None, name)  # type: ignore[arg-type]
+        g.body = fn(g, *args)
+        self._ready_outside(g)
+        return g
+
+    def parked(self, fn: Callable[..., Body], *args: Any, name: str = "") -> G:
+        """A goroutine ``fn(g, *args)`` that is already blocked when the simulation starts
+        (a long-lived batcher's worker and pool): its body runs, free, to its first
+        :data:`PARK`."""
+        g = G(None, name)  # type: ignore[arg-type]
+        g.body = fn(g, *args)
+        prev, self.p = self.p, self.ps[0]
+        while g.body.send(None) is not PARK:
+            pass
+        self.p = prev
+        return g
+
+    def go(self, fn: Callable[..., Body], *args: Any, name: str = "") -> G:
+        """A ``go`` statement of the running goroutine: ``fn(g, *args)`` starts in the
+        processor's ``runnext`` (``newproc``)."""
+        g = G(None, name)  # type: ignore[arg-type]
+        g.body = fn(g, *args)
+        self.ready(g)
+        return g
+
+    def ready(self, g: G) -> None:
+        """Make ``g`` runnable from the running goroutine (``goready``)."""
+        p = self.p
+        if p is None:                     # from a SimPy callback: an idle processor
+            self.now = self.env.now
+            self._ready_outside(g)
+            return
+        self._runqput(p, g)
+        if self._idle or self._spinning:
+            self._observed = True          # another processor may look at this queue
+            if not self._spinning:
+                self._wakep()
+                self.p_extra_ns += self.config.wakep_ns
+
+    def _ready_outside(self, g: G) -> None:
+        if self._idle:
+            p = self._idle.popleft()
+            self._runqput(p, g)
+            self._begin(p)
+            self._at(self.now, lambda: self._schedule(p))
+        else:
+            self._global.append(g)
+
+    @staticmethod
+    def _runqput(p: P, g: G) -> None:
+        old = p.runnext
+        p.runnext = g
+        if old is not None:
+            p.runq.append(old)
+
+    # ---------------------------------------------------------------- time
+    def _at(self, when: float, callback: Callable[[], None]) -> None:
+        event = self.env.timeout(max(0.0, when - self.env.now))
+        event.callbacks.append(lambda _ev: self._event(callback))
+
+    def _event(self, callback: Callable[[], None]) -> None:
+        self.now = self.env.now
+        callback()
+
+    def timer(self, d_s: float, fire: Callable[[P], None]) -> Timer:
+        """A runtime timer (``time.Timer``, ``time.Sleep``) of ``d_s`` from now;
+        ``fire(p)`` runs when it fires (see the module docstring)."""
+        t = Timer(self.now + d_s, fire)
+        heapq.heappush(self._timers, t)
+        if self._idle and (self._poll_for is None or t.when < self._poll_for):
+            self._poll()                  # netpollBreak: the poller waits for the new one
+        return t
+
+    def _earliest(self) -> Timer | None:
+        timers = self._timers
+        while timers and timers[0].dead:
+            heapq.heappop(timers)
+        return timers[0] if timers else None
+
+    def _poll(self) -> None:
+        """An idle processor's thread waits in ``netpoll`` for the earliest timer."""
+        t = self._earliest()
+        self._poll_gen += 1
+        if t is None or not self._idle:
+            self._poll_for = None
+            return
+        delay = t.when - self.now
+        if self.host.measured:
+            if delay <= 0:
+                wake = self.now
+            else:
+                # whole milliseconds, truncated (a delay of exactly k ms has lost a little
+                # to the arming goroutine's park by the time Go computes it)
+                wait_ms = max(1, math.ceil(delay * 1e3 - 1e-9) - 1)
+                wake = self.now + wait_ms * 1e-3 + self.host.poll_overshoot_s()
+        else:
+            wake = max(t.when, self.now) + self.host.config.timer_overshoot_us * 1e-6
+        self._poll_for = t.when
+        gen = self._poll_gen
+        self._at(wake, lambda: self._poll_woke(gen))
+
+    def _poll_woke(self, gen: int) -> None:
+        if gen != self._poll_gen:
+            return                         # superseded by a newer wait
+        self._poll_for = None
+        t = self._earliest()
+        if t is not None and t.when <= self.now and self._idle:
+            p = self._idle.popleft()
+            self._begin(p)
+            self._run_due(p)
+            self._schedule(p)
+            return
+        self._poll()
+
+    def _fire(self, t: Timer, p: P) -> None:
+        t.dead = True
+        prev, self.p = self.p, p
+        t.fire(p)
+        self.p = prev
+
+    def _run_due(self, p: P) -> None:
+        timers, now = self._timers, self.now
+        while timers and (timers[0].dead or timers[0].when <= now):
+            t = heapq.heappop(timers)
+            if not t.dead:
+                self._fire(t, p)
+
+    def _timers_due(self) -> bool:
+        t = self._earliest()
+        return t is not None and t.when <= self.now
+
+    # ---------------------------------------------------------------- processors
+    def _begin(self, p: P) -> None:
+        if p.state != RUNNING:
+            p.state = RUNNING
+            self._running += 1
+
+    def _to_waking(self, p: P) -> None:
+        if p.state == RUNNING:
+            self._running -= 1
+        p.state = WAKING
+
+    def _go_idle(self, p: P) -> None:
+        if p.state == RUNNING:
+            self._running -= 1
+        p.state = IDLE
+        self._idle.append(p)
+        t = self._earliest()
+        if t is not None and (self._poll_for is None or t.when < self._poll_for):
+            self._poll()          # findRunnable: netpollBreak if the poller waits for later
+
+    def _wakep(self) -> None:
+        p = self._idle.popleft()
+        self._to_waking(p)
+        self._spinning += 1
+        self._at(self.now + self.host.wake_s(), lambda: self._spin(p))
+
+    def _spin(self, p: P) -> None:
+        """A woken thread looks for work (``findRunnable`` while spinning)."""
+        if self._timers_due():
+            self._run_due(p)
+        g = self._local(p) or self._steal(p)
+        if g is not None:
+            self._spinning -= 1
+            self._begin(p)
+            if self._idle and not self._spinning:
+                self._wakep()                      # resetspinning
+            self._run(p, g, True)
+            return
+        victim = self._runnext_victim(p)
+        if victim is not None:                     # runqgrab: back off, then steal runnext
+            self._at(self.now + self.host.backoff_s(),
+                     lambda: self._steal_next(p, victim))
+            return
+        self._spinning -= 1
+        self._go_idle(p)
+
+    def _steal_next(self, p: P, victim: P) -> None:
+        g = victim.runnext
+        if g is not None:
+            victim.runnext = None
+            self._spinning -= 1
+            self._begin(p)
+            self._run(p, g, True)
+            return
+        self._to_waking(p)
+        self._spin(p)
+
+    def _runnext_victim(self, p: P) -> P | None:
+        for other in self.ps:
+            if other is not p and other.runnext is not None:
+                return other
+        return None
+
+    def _local(self, p: P) -> G | None:
+        g = p.runnext
+        if g is not None:
+            p.runnext = None
+            return g
+        if p.runq:
+            return p.runq.popleft()
+        if self._global:
+            return self._global.popleft()
+        return None
+
+    def _steal(self, p: P) -> G | None:
+        for other in self.ps:
+            if other is not p and other.runq:
+                q = other.runq
+                n = len(q) - len(q) // 2
+                stolen = [q.popleft() for _ in range(n)]
+                p.runq.extend(stolen[:-1])
+                return stolen[-1]
+        return None
+
+    def _schedule(self, p: P) -> None:
+        """``schedule``: the processor's goroutine blocked or ended; run the next one."""
+        if self._timers_due():
+            self._run_due(p)
+        g = self._local(p)
+        if g is None:
+            g = self._steal(p)
+        if g is not None:
+            self._run(p, g, True)
+            return
+        victim = self._runnext_victim(p)
+        if victim is not None and not self._spinning:
+            self._spinning += 1
+            self._to_waking(p)
+            self._at(self.now + self.host.backoff_s(),
+                     lambda: self._steal_next(p, victim))
+            return
+        self._go_idle(p)
+
+    def _run(self, p: P, g: G, switched: bool) -> None:
+        """Run ``g`` on ``p`` until it blocks, ends or has used a quantum; then, at the end
+        of that CPU, continue it or schedule the next goroutine."""
+        env = self.env
+        while True:
+            p.g = g
+            g.p = p
+            self.p = p
+            cost = 0.0
+            if switched:
+                cost = self.config.switch_ns
+                if self.now - g.parked_at > COLD_AFTER_S or g.parked_at < 0:
+                    cost += self.config.cold_ns
+            self.p_extra_ns = 0.0
+            body, value = g.body, g.value
+            g.value = None
+            status = _CONT
+            try:
+                while True:
+                    op = body.send(value)
+                    value = None
+                    if op is PARK:
+                        status = _PARKED
+                        break
+                    if op is SYNC:
+                        status = _SYNCED
+                        break
+                    cost += op
+                    if cost >= QUANTUM_NS or self._observed:
+                        # a goroutine it made runnable may be stolen: let time pass
+                        self._observed = False
+                        break
+            except StopIteration:
+                status = _EXITED
+            cost += self.p_extra_ns
+            self.p = None
+            if status == _PARKED or status == _EXITED:
+                g.parked_at = self.now + cost * 1e-9
+            p.busy_ns += cost
+            end = self.now + cost * 1e-9
+            if self._stalls:
+                end += self._stall_s(p, cost)
+            if status == _SYNCED or end >= env.peek():
+                self._at(end, lambda: self._after(p, g, status))
+                return
+            self.now = end                             # run ahead: nothing happens before
+            if status == _CONT:
+                switched = False
+                continue
+            p.g = None
+            if self._timers_due():
+                self._run_due(p)
+            nxt = self._local(p) or self._steal(p)
+            if nxt is None:
+                self._schedule(p)
+                return
+            g, switched = nxt, True
+
+    def _after(self, p: P, g: G, status: int) -> None:
+        if status in (_CONT, _SYNCED):
+            self._run(p, g, False)
+            return
+        p.g = None
+        self._schedule(p)
+
+    # ---------------------------------------------------------------- accounting
+    @property
+    def busy_s(self) -> float:
+        """CPU the goroutines used, over all processors (seconds)."""
+        return sum(p.busy_ns for p in self.ps) * 1e-9

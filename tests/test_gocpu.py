@@ -1,0 +1,245 @@
+"""The client's CPU and Go's scheduler (``[go]``), and the host's measured timers
+(``[host]``): the scheduler's rules on micro-programs, exact traces of the pipeline with one
+processor, what must not move with the CPU off, and bad input."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import simpy
+from cpu_off_cases import build, case_kwargs, digest
+from simhelp import ROOT
+
+from simbatch.batching import BatcherConfig, BlockWorkload, Case, ServiceConfig, simulate
+from simbatch.batching.gocpu import GoConfig
+from simbatch.batching.hosttiming import HostConfig, HostTiming
+from simbatch.batching.scheduler import PARK, Scheduler
+from simbatch.core.errors import ConfigError
+from simbatch.planning.scenario import load_scenario
+
+HOST = HostConfig(**tomllib.loads((ROOT / "models/host-loopback.toml").read_text())["host"])
+FREE = {name: 0.0 for name in ("spawn_ns", "exit_ns", "switch_ns", "ready_ns", "wakep_ns",
+                               "chan_ns", "put_ns", "item_ns", "flush_ns", "timer_ns",
+                               "done_ns")}
+
+
+# ------------------------------------------------------------------ the CPU off
+def test_with_the_cpu_off_output_is_identical_to_the_engine_before_it():
+    expected = json.loads((ROOT / "tests/data/cpu_off_digests.json").read_text())
+    got = [digest(build(k), seed) for k in case_kwargs() for seed in (1, 2)]
+    assert len(got) == len(expected) == 90
+    assert got == expected
+
+
+def test_a_default_go_section_is_the_cpu_off():
+    case = build(case_kwargs()[0])
+    assert case.go == GoConfig() and not case.go.enabled
+    a = simulate(case, 3).frames()
+    b = simulate(replace(case, go=GoConfig(spawn_ns=1e6)), 3).frames()
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name])
+
+
+# ------------------------------------------------------------------ scheduler rules
+def _sched(procs=1, wake_us=10.0, backoff_us=3.0, **costs):
+    env = simpy.Environment()
+    go = GoConfig(gomaxprocs=procs, **{**FREE, **costs})
+    host = HostConfig(wake_us=(wake_us,), backoff_us=(backoff_us,))
+    return env, Scheduler(env, go, np.random.default_rng(0), HostTiming(host))
+
+
+def test_runnext_runs_the_last_readied_goroutine_first_then_the_queue_in_order():
+    # newproc puts each new goroutine in runnext, kicking the previous one to the run queue
+    env, sched = _sched()
+    order = []
+
+    def child(g, name):
+        order.append(name)
+        yield 100.0
+
+    def main(g):
+        for name in "abcd":
+            sched.go(child, name)
+            yield 100.0
+
+    sched.start(main)
+    env.run()
+    assert order == ["d", "a", "b", "c"]
+
+
+def test_an_idle_processor_wakes_and_steals_half_of_the_run_queue():
+    env, sched = _sched(procs=2, wake_us=5.0)
+    ran_on = {}
+
+    def child(g, i):
+        ran_on[i] = (round(sched.now * 1e6, 3), g.p.id)
+        yield 20_000.0                 # 20 us each
+
+    def main(g):
+        for i in range(9):
+            sched.go(child, i)
+        yield 1000.0                   # 1 us of spawning, then main ends
+
+    sched.start(main)
+    env.run()
+    # P1 wakes 5 us after the first go statement and steals half of P0's queue (0..7 are
+    # queued, 8 is in runnext): 0..3 (runs the last of them first), P0 keeps 4..7
+    assert ran_on[8] == (1.0, 0)
+    assert {i for i, (_, p) in ran_on.items() if p == 1} == {0, 1, 2, 3}
+    assert ran_on[3] == (5.0, 1)
+
+
+def test_a_running_processor_s_runnext_is_stolen_only_after_the_back_off():
+    env, sched = _sched(procs=2, wake_us=5.0, backoff_us=50.0)
+    started = {}
+
+    def worker(g):
+        started["worker"] = (round(sched.now * 1e6, 3), g.p.id)
+        yield 100.0
+
+    def busy(g):
+        sched.go(worker)               # into P0's runnext; P0 then runs 500 us of CPU
+        yield 500_000.0
+
+    sched.start(busy)
+    env.run()
+    # the idle P1 wakes after 5 us, finds only P0's runnext, backs off 50 us, steals it
+    assert started["worker"] == (55.0, 1)
+
+
+def test_a_timer_fires_at_the_next_scheduling_point_of_a_busy_processor():
+    env, sched = _sched()
+    woke = []
+
+    def busy(g):
+        yield 150_000.0                # 150 us of CPU, then it ends
+
+    def main(g):
+        sched.go(busy)
+        sched.timer(100e-6, lambda _p: sched.ready(g))
+        yield PARK                     # sleep 100 us
+        woke.append(round(sched.now * 1e6, 3))
+
+    sched.start(main)
+    env.run()
+    # the timer expires at 100 us while busy runs; Go runs timers in schedule(), so it fires
+    # when busy ends at 150 us
+    assert woke == [150.0]
+
+
+def test_with_every_processor_idle_a_sleep_takes_what_the_host_measured():
+    env = simpy.Environment()
+    go = GoConfig(gomaxprocs=1, **FREE)
+    sched = Scheduler(env, go, np.random.default_rng(0),
+                      HostTiming(HOST, np.random.default_rng(1)))
+    woke = []
+
+    def sleeper(g):
+        for _ in range(200):
+            start = sched.now
+            sched.timer(500e-6, lambda _p: sched.ready(g))
+            yield PARK
+            woke.append(sched.now - start)
+
+    sched.start(sleeper)
+    env.run()
+    # an idle Go process sleeps in epoll_wait with a whole-millisecond timeout: ~1.1 ms
+    assert 1.05e-3 < np.median(woke) < 1.15e-3
+
+
+# ------------------------------------------------------------------ the pipeline, 1 processor
+def _drain_case(n, procs=1, fanout="errgroup", cap=None, flush_cpu=False, **go):
+    cap = (cap or n) if fanout == "errgroup" else None
+    return Case(workload=BlockWorkload(n_transactions=n, inputs_per_tx=3, fanout=fanout,
+                                       cap=cap),
+                batcher=BatcherConfig(size=4096, timeout_ms=5, drain=True, dispatch="pool",
+                                      max_concurrent=64),
+                service=ServiceConfig(fixed_us=500, is_sleep=not flush_cpu),
+                go=GoConfig(gomaxprocs=procs, flush_cpu=flush_cpu, **go))
+
+
+@pytest.mark.parametrize("n", [2, 5, 16])
+def test_drain_with_one_processor_flushes_once_per_transaction(n):
+    # the worker, readied by a transaction's first Put, waits in runnext until the
+    # transaction blocks in Wait: it then takes exactly that transaction's 3 inputs
+    b = simulate(_drain_case(n), 1).frames()["batches"]
+    assert b["size"].tolist() == [3] * n
+    assert (b.trigger == "drain").all()
+
+
+def test_one_processor_serialises_cpu_bound_flushes():
+    one = simulate(_drain_case(8, flush_cpu=True), 1)
+    two = simulate(_drain_case(8, procs=2, flush_cpu=True), 1)
+    assert one.block_time_s >= 8 * 500e-6
+    assert two.block_time_s < 0.7 * one.block_time_s
+
+
+def test_sequential_drain_pays_each_round_trip_s_cpu():
+    costs = dict(FREE, put_ns=1000.0, item_ns=1000.0, switch_ns=1000.0, flush_ns=2000.0)
+    free = simulate(_drain_case(4, fanout="sequential", **FREE), 1).block_time_s
+    paid = simulate(_drain_case(4, fanout="sequential", **costs), 1).block_time_s
+    assert free == pytest.approx(4 * 500e-6)
+    # per transaction, on the critical path: 3 Puts, 3 receives and 2 switches (a run's
+    # effects land at its start, so the flush's own CPU overlaps its sleep)
+    assert paid >= free + 4 * (3e-6 + 3e-6 + 2e-6)
+
+
+def test_the_cpu_is_accounted():
+    run = simulate(_drain_case(50, spawn_ns=1000.0), 1)
+    m = simbatch_metrics(run)
+    assert run.go_cpu_s >= 50 * 1e-6
+    assert m["cores_busy"] == pytest.approx(run.go_cpu_s / run.block_time_s)
+
+
+def simbatch_metrics(run):
+    from simbatch.batching.engine import run_metrics
+    return run_metrics(run)
+
+
+# ------------------------------------------------------------------ randomness
+def test_two_processors_vary_drain_composition_from_seed_to_seed_and_repeat_per_seed():
+    # idle processors wake after 2 to 200 us (log-uniform), drawn per wake-up
+    host = HostConfig(**{**HOST.__dict__, "wake_us": tuple(np.geomspace(2, 200, 101))})
+    case = replace(_drain_case(16, procs=2, spawn_ns=800.0, put_ns=150.0), host=host)
+    flushes = [len(simulate(case, seed).recorder.batch_size) for seed in range(12)]
+    again = [len(simulate(case, seed).recorder.batch_size) for seed in range(12)]
+    assert flushes == again
+    assert len(set(flushes)) > 1
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("section,key,value", [
+    ("go", "gomaxprocs", 0), ("go", "spawn_ns", -1), ("go", "flush_cpu", 1),
+    ("host", "wake_us", [-1.0]), ("host", "stall_per_s", [-5.0])])
+def test_bad_values_are_refused_in_the_one_format(tmp_path, section, key, value):
+    file = tmp_path / "s.toml"
+    file.write_text(f"[{section}]\n{key} = {json.dumps(value)}\n")
+    with pytest.raises(ConfigError, match=rf"^{file}: \[{section}\] {key}: The '{key}' "
+                                          r"parameter of \w+ must .+; got .+\.$"):
+        load_scenario(file)
+
+
+def test_an_unknown_host_file_is_refused_in_the_one_format(tmp_path):
+    file = tmp_path / "s.toml"
+    file.write_text('[host]\nmodel = "no-such-host.toml"\n')
+    with pytest.raises(ConfigError, match=r"\[host\] model: The 'model' parameter of the "
+                                          r"scenario must be a readable models/ TOML file"):
+        load_scenario(file)
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"workload": {"kind": "open_loop"}}, "go"),
+    ({"batcher": BatcherConfig(tick_ms=5.0)}, "go")])
+def test_what_the_cpu_model_does_not_cover_is_refused(kwargs, field):
+    with pytest.raises(ConfigError, match=rf"The '{field}' parameter of Case must be"):
+        Case(go=GoConfig(gomaxprocs=2), **kwargs)
+
+
+def test_measured_timers_replace_the_overshoot_constant_not_both():
+    with pytest.raises(ConfigError, match="timer_overshoot_us"):
+        HostConfig(**{**HOST.__dict__, "timer_overshoot_us": 90.0})

@@ -1,0 +1,431 @@
+"""Calibrate the batcher engine's client CPU against the real go-batcher, and judge it.
+
+The harness ``validate/gobatcher`` drives go-batcher v1.1.0 and v2.0.6 with table R1's method
+(a block of N transactions x 3 inputs, each transaction Puts its inputs and waits; a flush
+that sleeps or spins for 500 us) over a grid of cells, and writes one row per block
+(``blocks.csv``), the CPU-availability probes it ran between blocks (``probes.csv``) and,
+with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
+
+1. builds the host the run saw: the sleep and timer distributions of a ``-host`` file
+   (``models/host-loopback.toml``), with the run's own probes for the other processes'
+   stalls of the client's threads and idle processors' wake-ups (``host_from_probes``);
+2. takes the Go runtime's costs from a ``-costs`` file, and fits the few that no
+   micro-benchmark pins down well on a stated subset of cells (``FIT_COSTS``,
+   ``is_fit_cell``): ``spawn_ns``, ``flush_ns`` and ``put_ns``. Why those cells: at
+   GOMAXPROCS 1 with a sleep flush and drain off, the block time of a large block
+   (N = 1000 and 2856 at cap = all or 256) is the CPU of spawning N goroutines, 3N Puts
+   and receives and the flushes' dispatch and completions, plus one or two sleeps, with no
+   second processor, no neighbours' stalls (the processor is mostly idle in the sleeps
+   and its CPU bursts are short) and no drain-mode scheduling race in the way. Everything
+   else -- every drain cell, every spin cell, GOMAXPROCS 2, the timer-bound cells, both
+   versions' other fan-outs -- is predicted;
+3. simulates every cell (as many runs as the harness measured blocks, up to ``--reps``)
+   and prints measured beside predicted per cell: block time median and p90, flush count
+   min / median / max, and for drain mode at cap = all, N <= 64, how often a block was made
+   of a few flushes or of about one per transaction;
+4. judges the predictions by the issue's figures (``judge``): the median block time within
+   15 % on >= 90 % of the cells not used for fitting and none beyond 1.5x; the composition
+   shares within 20 points; the GOMAXPROCS 1 : 2 ratio of block times within 15 %.
+
+Usage::
+
+    python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full2 \\
+        --costs models/gobatcher-costs-loopback.toml --fit --out models/gobatcher-loopback.toml
+    python -m validate.calibrate_gobatcher --run DIR --go models/gobatcher-loopback.toml
+
+``validate/test_gobatcher.py`` runs the harness's small grid in the test job itself and judges
+the fitted model against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simbatch.batching import BatcherConfig, BlockWorkload, Case, ServiceConfig
+from simbatch.batching.engine import simulate
+from simbatch.batching.gocpu import COSTS, GoConfig
+from simbatch.batching.hosttiming import HostConfig
+from simbatch.core.streams import replication_seed
+
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "validate" / "gobatcher"
+FIT_COSTS = ("spawn_ns", "switch_ns", "cold_ns", "put_ns", "flush_ns", "wakep_ns")
+"""The costs fitted on harness cells; every other cost is the micro-benchmark's."""
+TOLERANCE, WORST, SHARE_POINTS, RATIO_TOLERANCE = 0.15, 1.5, 0.20, 0.15
+HARNESS_CYCLES_MS = (5.0, 10.0)
+"""The cycle timers of the harness's two go-batcher v1.1.0 batchers (``cells.go``,
+``shippedAndR1``), which tick through every block of the run."""
+
+CELL_KEYS = ["gomaxprocs", "version", "timer", "size", "timeout_ms", "drain", "max_concurrent",
+             "fanout", "cap", "n_tx", "inputs_per_tx", "flush", "flush_us"]
+
+
+# ------------------------------------------------------------------ reading a run
+def read_csv(path: Path) -> pd.DataFrame:
+    """``path`` or ``path.gz``."""
+    if path.exists():
+        return pd.read_csv(path)
+    return pd.read_csv(path.with_name(path.name + ".gz"))
+
+
+def load_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """(blocks, probes) of a harness run directory (probes ``None`` if it has none); each
+    block with ``first_flush_s``, when its first flush started (NaN where the run kept no
+    flush rows for it)."""
+    blocks = read_csv(run / "blocks.csv")
+    flushes = read_csv(run / "flushes.csv")
+    first = flushes.groupby(["cell_no", "rep"]).start_us.min().rename("first_flush_s") / 1e6
+    blocks = blocks.join(first, on=["cell_no", "rep"])
+    probes = None
+    for name in ("probes.csv", "probes.csv.gz"):
+        if (run / name).exists():
+            probes = pd.read_csv(run / name, keep_default_na=False)
+    return blocks, probes
+
+
+def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: its parameters and its measured blocks (lists)."""
+    agg = blocks.groupby("cell", sort=False).agg(
+        **{k: (k, "first") for k in CELL_KEYS},
+        block_times=("block_time_s", list), flushes=("n_flushes", list),
+        first_flush_s=("first_flush_s", "median"), loadavg=("loadavg_1m", "median"))
+    return agg.reset_index()
+
+
+# ------------------------------------------------------------------ the host
+def _quantiles(samples: Iterable[float], grid: np.ndarray) -> list[float]:
+    s = np.sort(np.asarray(list(samples), float))
+    idx = np.floor((len(s) - 1) * grid).astype(int)
+    return [round(float(v), 1) for v in s[idx]]
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in str(text).split()] if str(text).strip() else []
+
+
+def host_from_probes(host_file: Path, probes: pd.DataFrame | None) -> tuple[HostConfig, dict]:
+    """The host a run saw: the timers of ``host_file`` (its ``[host]`` table) and, from the
+    run's probes, the stalls of the client's threads and idle processors' wake-ups.
+    Returns the config and a summary for the report."""
+    table = dict(tomllib.loads(host_file.read_text())["host"])
+    summary: dict[str, Any] = {"host_file": str(host_file)}
+    if probes is None or probes.empty:
+        return HostConfig(**table), summary
+    grid = np.asarray(table["quantiles"], float)
+    rates, stall_us = [], {}
+    for procs in sorted(probes.gomaxprocs.unique()):
+        rows = probes[probes.gomaxprocs == procs]
+        stalls = [x for text in rows.stall_us for x in _floats(text)]
+        busy = float(rows.busy_s.sum())
+        running = busy - sum(stalls) / 1e6     # the probe's time with its thread running
+        rates.append(round(len(stalls) / running, 2) if running > 0 else 0.0)
+        if stalls:
+            stall_us[str(int(procs))] = _quantiles(stalls, grid)
+        summary[f"stalls_{procs}"] = (f"{rates[-1]:.0f} per s of running, "
+                                      f"{sum(stalls) / 1e6 / busy:.1%} of the time lost")
+    table["stall_per_s"] = tuple(rates)
+    table["stall_us"] = stall_us
+    wake = [x for text in probes.wake_us for x in _floats(text)]
+    backoff = [x for text in probes.get("backoff_us", []) for x in _floats(text)]
+    if wake and backoff:
+        # a wake-up sample includes the runqgrab back-off the scheduler adds itself
+        med = float(np.median(backoff))
+        table["wake_us"] = tuple(_quantiles([max(0.0, x - med) for x in wake], grid))
+        table["backoff_us"] = tuple(_quantiles(backoff, grid))
+        summary["wake_us_p50"] = float(np.median(wake)) - med
+        summary["backoff_us_p50"] = med
+    summary["probe_loadavg"] = float(probes.loadavg_1m.median())
+    return HostConfig(**table), summary
+
+
+# ------------------------------------------------------------------ cells as cases
+def case_for(cell: Any, host: HostConfig, go: GoConfig) -> Case:
+    """The simbatch case of a harness cell."""
+    n = int(cell.n_tx)
+    if cell.fanout == "seq":
+        workload = BlockWorkload(n_transactions=n, inputs_per_tx=int(cell.inputs_per_tx))
+    else:
+        cap = n if str(cell.cap) == "all" else min(int(cell.cap), n)
+        workload = BlockWorkload(n_transactions=n, inputs_per_tx=int(cell.inputs_per_tx),
+                                 fanout="errgroup", cap=cap)
+    mc = int(cell.max_concurrent)
+    batcher = BatcherConfig(size=int(cell.size), timeout_ms=float(cell.timeout_ms),
+                            timer=str(cell.timer), drain=bool(cell.drain),
+                            dispatch="pool" if mc else "background",
+                            max_concurrent=mc or None)
+    service = ServiceConfig(fixed_us=float(cell.flush_us), is_sleep=cell.flush == "sleep")
+    # the harness's process keeps its two v1.1.0 batchers (5 and 10 ms cycles) alive through
+    # every block: their timers wake the idle process; a v1 cell's own batcher is the worker
+    others = tuple(ms for ms in HARNESS_CYCLES_MS
+                   if not (cell.version == "v1.1.0" and ms == float(cell.timeout_ms)))
+    return Case(workload=workload, batcher=batcher, service=service, host=host,
+                go=dataclasses.replace(go, gomaxprocs=int(cell.gomaxprocs),
+                                       flush_cpu=cell.flush == "spin",
+                                       other_timers_ms=others))
+
+
+def go_from_file(path: Path, **overrides: float) -> GoConfig:
+    table = dict(tomllib.loads(path.read_text())["go"])
+    table.pop("model", None)
+    table.update(overrides)
+    table["gomaxprocs"] = 1
+    return GoConfig(**table)
+
+
+@dataclasses.dataclass
+class Prediction:
+    block_times: list[float]
+    flushes: list[int]
+    first_flushes: list[float]
+
+
+def predict(cell: Any, host: HostConfig, go: GoConfig, reps: int, seed: int = 1
+            ) -> Prediction:
+    case = case_for(cell, host, go)
+    runs = [simulate(case, replication_seed(seed, r)) for r in range(reps)]
+    return Prediction([r.block_time_s for r in runs], [len(r.recorder.batch_size) for r in runs],
+                      [min(r.recorder.batch_start) for r in runs])
+
+
+# ------------------------------------------------------------------ fitting
+def is_fit_cell(cell: Any) -> bool:
+    """The cells the costs are fitted on (see the module docstring)."""
+    return (cell.flush == "sleep" and not bool(cell.drain) and cell.version == "v2.0.6"
+            and int(cell.gomaxprocs) == 1 and int(cell.n_tx) >= 1000
+            and str(cell.cap) in ("all", "256"))
+
+
+def _log_error(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int) -> float:
+    """Mean squared log error of the median block time and, where the run kept its
+    flushes, of the first flush's start (at GOMAXPROCS 1 with size 100, the first size
+    flush comes once the driver has spawned every goroutine: the spawn cost's own
+    measurement)."""
+    err = 0.0
+    for cell in cells.itertuples():
+        pred = predict(cell, host, go, reps)
+        err += math.log(np.median(pred.block_times) / np.median(cell.block_times)) ** 2
+        if cell.first_flush_s > 0 and int(cell.size) < 3 * int(cell.n_tx):
+            err += math.log(max(np.median(pred.first_flushes), 1e-7)
+                            / cell.first_flush_s) ** 2
+    return err / max(1, len(cells))
+
+
+def fit(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int = 1,
+        evaluations: int = 200) -> tuple[GoConfig, dict[str, float]]:
+    """Fit ``FIT_COSTS`` on ``cells``: Nelder-Mead on the logarithms of the costs, from the
+    micro-benchmark's values, minimising the mean squared log error of the median block
+    time (each evaluation simulates every fit cell with the same seeds)."""
+    from scipy.optimize import minimize
+
+    start = np.log([max(getattr(go, name), 200.0) for name in FIT_COSTS])
+
+    def trial(x: np.ndarray) -> GoConfig:
+        return dataclasses.replace(go, **{n: float(np.exp(v)) for n, v in zip(FIT_COSTS, x)})
+
+    result = minimize(lambda x: _log_error(cells, host, trial(x), reps), start,
+                      method="Nelder-Mead",
+                      options={"maxfev": evaluations, "xatol": 0.02, "fatol": 1e-4,
+                               "initial_simplex": np.vstack([start, start + np.eye(len(start))
+                                                             * np.log(3.0)])})
+    best = trial(result.x)
+    return best, {name: getattr(best, name) for name in FIT_COSTS}
+
+
+# ------------------------------------------------------------------ comparing
+def focus(cell: Any) -> bool:
+    """Drain on, cap = all, N <= 64: the cells whose batch composition varies run to run."""
+    return bool(cell.drain) and str(cell.cap) == "all" and int(cell.n_tx) <= 64
+
+
+def composition(flushes: list[int], n_tx: int) -> tuple[float, float]:
+    """Shares of blocks made of a few flushes (<= max(2, N/8)) and of about one per
+    transaction (>= 0.9 N), the harness README's classes."""
+    f = np.asarray(flushes)
+    return float((f <= max(2, n_tx / 8)).mean()), float((f >= 0.9 * n_tx).mean())
+
+
+def compare(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
+            fitted: set[str] | None = None) -> pd.DataFrame:
+    """Measured beside predicted, one row per cell."""
+    rows = []
+    for cell in cells.itertuples():
+        n_reps = min(len(cell.block_times), reps)
+        pred = predict(cell, host, go, n_reps)
+        meas_bt, pred_bt = np.asarray(cell.block_times), np.asarray(pred.block_times)
+        row = {"cell": cell.cell, "gomaxprocs": int(cell.gomaxprocs), "flush": cell.flush,
+               "drain": bool(cell.drain), "n_tx": int(cell.n_tx), "fit": cell.cell in
+               (fitted or set()), "loadavg": cell.loadavg,
+               "meas_p50_s": float(np.median(meas_bt)), "pred_p50_s": float(np.median(pred_bt)),
+               "meas_p90_s": float(np.quantile(meas_bt, 0.9)),
+               "pred_p90_s": float(np.quantile(pred_bt, 0.9)),
+               "meas_flushes": (min(cell.flushes), float(np.median(cell.flushes)),
+                                max(cell.flushes)),
+               "pred_flushes": (min(pred.flushes), float(np.median(pred.flushes)),
+                                max(pred.flushes))}
+        if focus(cell):
+            row["meas_few"], row["meas_one"] = composition(cell.flushes, int(cell.n_tx))
+            row["pred_few"], row["pred_one"] = composition(pred.flushes, int(cell.n_tx))
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out["ratio"] = out.pred_p50_s / out.meas_p50_s
+    return out
+
+
+@dataclasses.dataclass
+class Verdict:
+    within: float               # share of predicted cells within TOLERANCE
+    worst: float                # worst ratio (>= 1), predicted cells
+    n_cells: int
+    shares_ok: bool
+    share_rows: pd.DataFrame
+    procs_ok: bool
+    procs_rows: pd.DataFrame
+
+    @property
+    def holds(self) -> bool:
+        return (self.within >= 0.90 and self.worst <= WORST and self.shares_ok
+                and self.procs_ok)
+
+
+def _procs_ratios(table: pd.DataFrame) -> pd.DataFrame:
+    keyed = table.assign(key=table.cell.str.replace(r"^p\d+/", "", regex=True))
+    one = keyed[keyed.gomaxprocs == 1].set_index("key")
+    two = keyed[keyed.gomaxprocs == 2].set_index("key")
+    both = one.join(two.add_suffix("_2"), how="inner").rename(
+        columns={c: f"{c}_1" for c in one.columns})
+    out = pd.DataFrame({"meas_ratio": both.meas_p50_s_1 / both.meas_p50_s_2,
+                        "pred_ratio": both.pred_p50_s_1 / both.pred_p50_s_2,
+                        "fit": both.fit_1 | both.fit_2})
+    out["error"] = out.pred_ratio / out.meas_ratio - 1
+    return out
+
+
+def judge(table: pd.DataFrame, sizes: tuple[int, ...] = (16, 64),
+          size_of: dict[str, int] | None = None) -> Verdict:
+    """The issue's figures on the cells not used for fitting."""
+    pred = table[~table.fit]
+    ratio = pred.ratio
+    worst = float(np.maximum(ratio, 1 / ratio).max()) if len(pred) else 1.0
+    shares = table[table.n_tx.isin(sizes) & table.get("meas_few", pd.Series(index=table.index,
+                                                                            dtype=float)).notna()]
+    if size_of is not None:
+        shares = shares[shares.cell.map(size_of) == 4096]
+    share_ok = bool(((shares.pred_few - shares.meas_few).abs() <= SHARE_POINTS).all()
+                    and ((shares.pred_one - shares.meas_one).abs() <= SHARE_POINTS).all())
+    procs = _procs_ratios(table)
+    procs_pred = procs[~procs.fit]
+    procs_ok = bool((procs_pred.error.abs() <= RATIO_TOLERANCE).mean() >= 0.90) \
+        if len(procs_pred) else True
+    return Verdict(within=float((abs(ratio - 1) <= TOLERANCE).mean()) if len(pred) else 1.0,
+                   worst=worst, n_cells=len(pred), shares_ok=share_ok, share_rows=shares,
+                   procs_ok=procs_ok, procs_rows=procs)
+
+
+# ------------------------------------------------------------------ report
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.3g}"
+
+
+def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
+    print("| cell | fit | load | block p50 ms meas / pred | p90 ms meas / pred | ratio | "
+          "flushes min/med/max meas | pred |", file=out)
+    print("|---|---|---:|---|---|---:|---|---|", file=out)
+    for r in table.itertuples():
+        mf, pf = r.meas_flushes, r.pred_flushes
+        print(f"| {r.cell} | {'fit' if r.fit else ''} | {r.loadavg:.1f} | "
+              f"{_ms(r.meas_p50_s)} / {_ms(r.pred_p50_s)} | {_ms(r.meas_p90_s)} / "
+              f"{_ms(r.pred_p90_s)} | {r.ratio:.2f} | {mf[0]}/{mf[1]:g}/{mf[2]} | "
+              f"{pf[0]}/{pf[1]:g}/{pf[2]} |", file=out)
+    if len(verdict.share_rows):
+        print("\nDrain composition (cap = all): share of blocks of a few flushes / of about "
+              "one flush per transaction, measured vs predicted", file=out)
+        for r in verdict.share_rows.itertuples():
+            print(f"  {r.cell}: few {r.meas_few:.0%} / {r.pred_few:.0%}, one per tx "
+                  f"{r.meas_one:.0%} / {r.pred_one:.0%}", file=out)
+    procs = verdict.procs_rows[~verdict.procs_rows.fit]
+    print(f"\nGOMAXPROCS 1 : 2 block-time ratio, {len(procs)} cell pairs: within "
+          f"{RATIO_TOLERANCE:.0%} on {(procs.error.abs() <= RATIO_TOLERANCE).mean():.0%} "
+          f"(median |error| {procs.error.abs().median():.1%})", file=out)
+    print(f"Median block time, {verdict.n_cells} cells not used for fitting: within "
+          f"{TOLERANCE:.0%} on {verdict.within:.1%}, worst {verdict.worst:.2f}x "
+          f"(goal >= 90 %, <= {WORST}x)", file=out)
+
+
+def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: Path,
+                run: Path, fit_cells: list[str], command: str) -> None:
+    base = tomllib.loads(costs_file.read_text())
+    lines = ["# Go runtime costs for simbatch's [go] section: the micro-benchmarks of",
+             f"# {costs_file.name} with {', '.join(FIT_COSTS)} fitted on harness cells by",
+             "# validate/calibrate_gobatcher.py. Do not edit by hand: re-run the command below.",
+             "", "[provenance]"]
+    prov = base.get("provenance", {})
+    for key in ("go", "cpus", "cpu", "measured_on"):
+        if key in prov:
+            lines.append(f"{key} = {prov[key]!r}".replace("'", '"'))
+    lines += [f'costs_from = "{costs_file.name}"', f'fitted_on_run = "{run}"',
+              f"fitted_cells = {len(fit_cells)}",
+              f'fitted_at = "{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}"',
+              f'command = "{command}"', "", "[go]"]
+    for name in COSTS:
+        note = " # fitted" if name in fitted else ""
+        lines.append(f"{name} = {getattr(go, name):.1f}{note}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    ap.add_argument("--run", type=Path, default=HARNESS / "data" / "full2")
+    ap.add_argument("--host", type=Path, default=ROOT / "models" / "host-loopback.toml")
+    ap.add_argument("--costs", type=Path, default=ROOT / "models" / "gobatcher-costs-loopback.toml",
+                    help="the harness's -costs file (micro-benchmarks)")
+    ap.add_argument("--go", type=Path, default=None,
+                    help="a fitted models/ file to judge instead of fitting (--fit ignored)")
+    ap.add_argument("--fit", action="store_true", help="fit FIT_COSTS on the fit cells")
+    ap.add_argument("--out", type=Path, default=None, help="write the fitted [go] model here")
+    ap.add_argument("--reps", type=int, default=30, help="simulated runs per cell, at most")
+    ap.add_argument("--only", default="", help="regexp: compare only the cells matching it")
+    args = ap.parse_args(argv)
+    blocks, probes = load_run(args.run)
+    cells = cells_of(blocks)
+    host, summary = host_from_probes(args.host, probes)
+    print(f"run {args.run}: {len(cells)} cells, {len(blocks)} blocks, block load average "
+          f"median {blocks.loadavg_1m.median():.2f}; host: {summary}")
+    fit_cells = cells[cells.apply(is_fit_cell, axis=1)]
+    if args.go is not None:
+        go = go_from_file(args.go)
+        fitted: dict[str, float] = {}
+    else:
+        go = go_from_file(args.costs)
+        fitted = {}
+        if args.fit:
+            t0 = time.perf_counter()
+            go, fitted = fit(fit_cells, host, go)
+            print(f"fitted on {len(fit_cells)} cells in {time.perf_counter() - t0:.0f} s: "
+                  + ", ".join(f"{k} = {v:.0f}" for k, v in fitted.items()))
+            if args.out is not None:
+                write_model(args.out, go, fitted, args.costs, args.run,
+                            list(fit_cells.cell), " ".join(["python -m "
+                                                            "validate.calibrate_gobatcher",
+                                                            *(argv or sys.argv[1:])]))
+    shown = cells[cells.cell.str.contains(args.only)] if args.only else cells
+    t0 = time.perf_counter()
+    table = compare(shown, host, go, args.reps, set(fit_cells.cell))
+    verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
+    report(table, verdict)
+    print(f"(simulated in {time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

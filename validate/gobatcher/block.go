@@ -1,0 +1,128 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// epoch anchors every timestamp: time.Since uses the monotonic clock.
+var epoch = time.Now()
+
+func now() int64 { return int64(time.Since(epoch)) }
+
+// item is one input of a transaction: teranode's PreviousOutputsDecorate Puts one outpoint
+// item per input (stores/utxo/aerospike/get.go) and waits for all of them; here the wait is
+// one WaitGroup per transaction, as the 2026 get.go's shared completion group.
+type item struct {
+	rec    *recorder
+	wg     *sync.WaitGroup
+	putNs  int64 // just before Put
+	doneNs int64 // when the flush callback completed it
+}
+
+// flushRec is one call of the flush callback.
+type flushRec struct {
+	startNs, endNs int64
+	size           int
+}
+
+// recorder collects one block's flushes. Every item carries a pointer to it, so the one
+// callback shared by a batcher's blocks knows where to record (blocks never overlap).
+type recorder struct {
+	work        flushSpec
+	spinIters   int64
+	inflight    atomic.Int64
+	inflightMax atomic.Int64
+	nFlush      atomic.Int64
+	flushes     []flushRec // one slot per item at most: a flush holds >= 1 item
+}
+
+// onFlush is the batch function given to every batcher. It does the cell's work (sleep or
+// spin), then completes each item, as teranode's sendOutpointBatch completes items after its
+// one BatchOperate.
+func onFlush(batch []*item) {
+	r := batch[0].rec
+	start := now()
+	r.enter()
+	r.work.do(r.spinIters)
+	end := now()
+	r.inflight.Add(-1)
+	r.flushes[r.nFlush.Add(1)-1] = flushRec{startNs: start, endNs: end, size: len(batch)}
+	for _, it := range batch {
+		it.doneNs = end
+		it.wg.Done()
+	}
+}
+
+// enter counts a flush in flight and keeps the maximum.
+func (r *recorder) enter() {
+	n := r.inflight.Add(1)
+	for {
+		m := r.inflightMax.Load()
+		if n <= m || r.inflightMax.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+// block is one block's transactions, allocated before the clock starts so the measured time
+// is the batcher path (Put, worker, dispatch, completion), not the harness's allocations.
+type block struct {
+	rec   *recorder
+	txs   []sync.WaitGroup
+	items []item
+	k     int
+}
+
+func newBlock(c cell, spinIters int64) *block {
+	rec := &recorder{work: c.flush, spinIters: spinIters, flushes: make([]flushRec, c.nTx*c.k)}
+	b := &block{rec: rec, txs: make([]sync.WaitGroup, c.nTx), items: make([]item, c.nTx*c.k), k: c.k}
+	for i := range b.items {
+		b.items[i] = item{rec: rec, wg: &b.txs[i/c.k]}
+	}
+	return b
+}
+
+// decorate is one transaction: one Put per input, then wait for all of them.
+func (b *block) decorate(p putter, tx int) {
+	b.txs[tx].Add(b.k)
+	for i := tx * b.k; i < (tx+1)*b.k; i++ {
+		it := &b.items[i]
+		it.putNs = now()
+		p.Put(it)
+	}
+	b.txs[tx].Wait()
+}
+
+// run decorates every transaction with the cell's fan-out and returns the block's start and
+// end (first transaction started, last one done).
+func (b *block) run(p putter, f fanout) (startNs, endNs int64) {
+	startNs = now()
+	n := len(b.txs)
+	if f.kind == "seq" {
+		for tx := 0; tx < n; tx++ {
+			b.decorate(p, tx)
+		}
+		return startNs, now()
+	}
+	// teranode's BatchPreviousOutputsDecorate after PR #893: errgroup, SetLimit(limit);
+	// g.Go blocks the loop while the limit's goroutines are running.
+	var g errgroup.Group
+	if f.kind == "errgroup" {
+		g.SetLimit(f.cap)
+	}
+	for tx := 0; tx < n; tx++ {
+		g.Go(func() error { b.decorate(p, tx); return nil })
+	}
+	_ = g.Wait() // decorate returns no error
+	return startNs, now()
+}
+
+// flushes returns the block's flushes (all callbacks have recorded before the last item
+// completed, so after run returns the slice is final).
+func (b *block) flushes() []flushRec {
+	return b.rec.flushes[:b.rec.nFlush.Load()]
+}

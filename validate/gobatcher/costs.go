@@ -1,0 +1,279 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	batcherv2 "github.com/bsv-blockchain/go-batcher/v2"
+)
+
+// The Go runtime operations simbatch's [go] section charges (simbatch/batching/gocpu.py), each
+// measured on this machine by a micro-benchmark. Every benchmark but the wake-up runs at
+// GOMAXPROCS 1, so a cost is CPU on one processor; each is the fastest of several trials (the
+// one least disturbed by neighbours: their effect is measured separately, probe.go).
+
+type costResult struct {
+	name  string
+	ns    float64
+	about string
+}
+
+// trial runs f (which does n operations) `trials` times and returns the fastest ns/op.
+func trial(trials, n int, f func(n int)) float64 {
+	best := 0.0
+	for t := 0; t < trials; t++ {
+		if t%10 == 0 {
+			runtime.GC()
+		}
+		start := time.Now()
+		f(n)
+		ns := float64(time.Since(start).Nanoseconds()) / float64(n)
+		if t == 0 || ns < best {
+			best = ns
+		}
+	}
+	return best
+}
+
+// spawnRun: go func(){ wg.Done() }() in rounds of 1000 (a block's worth of goroutines at
+// once), each round then Waited for: a spawn, a switch into the new goroutine, its Done and
+// its exit.
+func spawnRun(n int) {
+	var wg sync.WaitGroup
+	for done := 0; done < n; done += 1000 {
+		for i := 0; i < min(1000, n-done); i++ {
+			wg.Add(1)
+			go func() { wg.Done() }()
+		}
+		wg.Wait()
+	}
+}
+
+// gosched: two goroutines yielding to each other: one switch per Gosched.
+func gosched(n int) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	for g := 0; g < 2; g++ {
+		go func() {
+			defer wg.Done()
+			for i := 0; i < n/2; i++ {
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// chanPair: a buffered send and receive in one goroutine (two channel operations).
+func chanPair(n int) {
+	c := make(chan int, 1)
+	for i := 0; i < n; i++ {
+		c <- i
+		<-c
+	}
+}
+
+// pingPong: two goroutines hand a value back and forth over unbuffered channels; one round
+// trip is two hand-offs, each a send that readies a parked receiver and a park.
+func pingPong(n int) {
+	a, b := make(chan int), make(chan int)
+	go func() {
+		for v := range a {
+			b <- v
+		}
+	}()
+	for i := 0; i < n; i++ {
+		a <- i
+		<-b
+	}
+	close(a)
+}
+
+func wgDone(n int) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		wg.Done()
+	}
+}
+
+// timerReset: Reset and Stop of one timer (go-batcher's worker arms and stops its timer).
+func timerReset(n int) {
+	t := time.NewTimer(time.Hour)
+	for i := 0; i < n; i++ {
+		t.Reset(time.Hour)
+		t.Stop()
+	}
+}
+
+// putThrough: n Puts into a v2 batcher that never flushes until Trigger, then the Trigger's
+// flush: per item, Put plus the worker's receive and append.
+func putThrough(n int) {
+	done := make(chan struct{})
+	b := batcherv2.NewWithPool(n+1, time.Hour, func([]*int) { close(done) }, true)
+	v := 0
+	for i := 0; i < n; i++ {
+		b.Put(&v)
+	}
+	b.Trigger()
+	<-done
+}
+
+// flushEach: n Puts into a v2 batcher of size 1 with a pool of 64, waiting for each item:
+// per item, a Put, the worker's receive, a size flush handed to a pool goroutine, the
+// callback completing the item, and the waits and wake-ups in between.
+func flushEach(n int) {
+	var wg sync.WaitGroup
+	b := batcherv2.NewWithPool(1, time.Hour, func(batch []*sync.WaitGroup) {
+		for _, w := range batch {
+			w.Done()
+		}
+	}, true)
+	b.SetMaxConcurrent(64)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		b.Put(&wg)
+		wg.Wait()
+	}
+}
+
+// wakeLatency: at GOMAXPROCS 2, one goroutine keeps its processor busy and readies another
+// parked on a channel; the other processor is idle. How long until the readied goroutine
+// runs on the idle processor -- its thread woken by wakep, then runqgrab's back-off before
+// it steals runnext (backoffLatency) -- is returned, in microseconds. The ready comes after
+// 100 us of running, as a block's first go statement comes after the harness's own work:
+// after an idle spell the kernel takes milliseconds to run the woken thread instead.
+func wakeLatency(samples int) []float64 {
+	prev := runtime.GOMAXPROCS(2)
+	defer runtime.GOMAXPROCS(prev)
+	out := make([]float64, 0, samples)
+	c := make(chan int64)
+	var ran atomic.Int64
+	go func() {
+		for t0 := range c {
+			ran.Store(now() - t0)
+		}
+	}()
+	for i := 0; i < samples; i++ {
+		for t := now() + int64(100*time.Microsecond); now() < t; { // the other processor goes idle
+		}
+		ran.Store(0)
+		c <- now()
+		deadline := now() + int64(5*time.Millisecond)
+		for ran.Load() == 0 && now() < deadline { // keep this processor busy meanwhile
+		}
+		if d := ran.Load(); d > 0 {
+			out = append(out, float64(d)/1e3)
+		}
+	}
+	close(c)
+	return out
+}
+
+// backoffLatency: how long the runtime's usleep(3) takes (runqgrab's back-off before it
+// steals another processor's runnext): a nanosleep of 3 us, which the kernel's timer slack
+// stretches. Microseconds.
+func backoffLatency(samples int) []float64 {
+	out := make([]float64, samples)
+	ts := syscall.Timespec{Nsec: 3000}
+	for i := range out {
+		t := now()
+		_ = syscall.Nanosleep(&ts, nil)
+		out[i] = float64(now()-t) / 1e3
+	}
+	return out
+}
+
+// measureCosts runs every benchmark and derives the [go] costs.
+func measureCosts() (costs []costResult) {
+	prev := runtime.GOMAXPROCS(1)
+	gcPrev := debug.SetGCPercent(-1) // no collection inside a trial: the blocks run without one
+	defer debug.SetGCPercent(gcPrev)
+	// short trials, many of them: on a shared machine some escape the neighbours' stalls
+	const trials = 41
+	spawnTotal := trial(trials, 1000, spawnRun)
+	switchNs := trial(trials, 4000, gosched)
+	chanNs := trial(trials, 20_000, chanPair) / 2
+	rt := trial(trials, 2000, pingPong)
+	runtime.GOMAXPROCS(2)
+	rt2 := trial(trials, 2000, pingPong)
+	runtime.GOMAXPROCS(1)
+	doneNs := trial(trials, 50_000, wgDone)
+	timerNs := trial(trials, 10_000, timerReset) / 2
+	putItem := trial(trials, 2000, putThrough)
+	flushItem := trial(trials, 300, flushEach)
+	runtime.GOMAXPROCS(prev)
+
+	readyNs := max(0, rt/2-chanNs-switchNs)
+	// at GOMAXPROCS 2 a hand-off also wakes the idle processor's thread (wakep -> futex)
+	wakepNs := max(0, (rt2-rt)/2)
+	// spawnRun per goroutine = spawn + switch + Done + exit; split spawn/exit evenly
+	spawnExit := max(0, spawnTotal-switchNs-doneNs)
+	// putThrough per item = put + send + the worker's receive + append
+	putNs := max(0, (putItem-2*chanNs)/2)
+	itemNs := putNs
+	// flushEach per item = put + send-handoff to the parked worker + ready + switch to it +
+	// append + flush + hand-off to a parked pool goroutine (send + ready) + switch + Done
+	// that readies the main goroutine + switch back (+ the pool's and worker's parks)
+	modelled := putNs + (chanNs + readyNs) + switchNs + itemNs + (chanNs + readyNs) +
+		switchNs + (doneNs + readyNs) + 2*switchNs + 2*chanNs
+	flushNs := max(0, flushItem-modelled)
+	costs = []costResult{
+		{"spawn_ns", spawnExit / 2, "go statement (newproc); half of spawn+exit"},
+		{"exit_ns", spawnExit / 2, "goroutine return (goexit0); half of spawn+exit"},
+		{"switch_ns", switchNs, "runtime.Gosched between two goroutines"},
+		{"ready_ns", readyNs, "unbuffered ping-pong round trip / 2 - chan - switch"},
+		{"wakep_ns", wakepNs, "ping-pong at GOMAXPROCS 2 less at 1, per hand-off (wakep's futex wake)"},
+		{"chan_ns", chanNs, "buffered send or receive"},
+		{"put_ns", putNs, "go-batcher v2 Put beyond its send (half of put+receive)"},
+		{"item_ns", itemNs, "worker's receive and append (half of put+receive)"},
+		{"flush_ns", flushNs, "size-1 flush through a pool of 64, less the modelled parts"},
+		{"timer_ns", timerNs, "timer Reset or Stop"},
+		{"done_ns", doneNs, "WaitGroup Done without a waiter"},
+	}
+	fmt.Fprintf(os.Stderr, "costs: spawn+run+exit %.0f ns, ping-pong %.0f ns (%.0f at GOMAXPROCS 2), put+recv %.0f ns, size-1 flush %.0f ns per item\n",
+		spawnTotal, rt, rt2, putItem, flushItem)
+	return costs
+}
+
+// writeCosts writes the [go] table of a models/ file.
+func writeCosts(w io.Writer, costs []costResult, pv hostProvenance) {
+	fmt.Fprintf(w, `# Go runtime costs on this machine, measured by validate/gobatcher -costs
+# (micro-benchmarks in validate/gobatcher/costs.go), in nanoseconds of one processor.
+# Do not edit by hand: re-run the command in [provenance].
+# validate/calibrate_gobatcher.py fits some of them on harness cells (models/gobatcher-*.toml).
+
+[provenance]
+go = %q
+cpus = %d
+cpu = %q
+measured_on = %q
+command = %q
+loadavg_1m = [%.2f, %.2f] # at start and end
+
+[go]
+`, runtime.Version(), runtime.NumCPU(), cpuModel(), pv.start.UTC().Format("2006-01-02 15:04 UTC"),
+		pv.command, pv.load0, pv.load1)
+	for _, c := range costs {
+		fmt.Fprintf(w, "%s = %.1f # %s\n", c.name, c.ns, c.about)
+	}
+}
+
+func runCosts(path, command string) error {
+	pv := hostProvenance{command: command, start: time.Now(), load0: loadavg1()}
+	costs := measureCosts()
+	pv.load1 = loadavg1()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	writeCosts(f, costs, pv)
+	return f.Close()
+}

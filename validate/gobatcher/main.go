@@ -1,0 +1,294 @@
+// Command gobatcher drives the real go-batcher library (github.com/bsv-blockchain/go-batcher
+// v1.1.0 and /v2 v2.0.6, the versions teranode pinned in Nov 2025 and pins now) with table
+// R1's method, and measures the host's sleep and timer constants, so simbatch's batcher
+// engine can be calibrated and judged against the real thing (issue 11).
+//
+// A block is N transactions x k inputs; each transaction Puts its inputs, one Put per input,
+// and waits for all of them (teranode's PreviousOutputsDecorate). Transactions are started by
+// a loop, an errgroup with SetLimit(cap), or all at once (BatchPreviousOutputsDecorate). The
+// flush callback sleeps or burns CPU for d, then completes its items. Batchers are built once
+// and reused by every block of the run, as a node's outpoint batcher is; each cell's first
+// visit runs warm-up blocks that are not written; repetitions go round-robin over the cells.
+//
+// Usage (from validate/gobatcher):
+//
+//	go run . -grid small -out DIR                 # 15-25 s: the CI grid
+//	go run . -grid full -out DIR                  # the issue's grid, ~30 min
+//	go run . -grid none -host ../../models/host-loopback.toml
+//	go run . -grid none -costs ../../models/gobatcher-costs-loopback.toml
+//
+// Writes DIR/blocks.csv (one row per block), DIR/flushes.csv (one row per flush),
+// DIR/probes.csv (the CPU-availability probes between blocks, probe.go) and DIR/run.toml
+// (how the run was made); column meanings are in output.go and probe.go. -costs measures the
+// Go runtime's operations (costs.go) into a models/ file.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type options struct {
+	out, grid, only, gc, host  string
+	costs                      string
+	probeEvery                 int
+	probeD                     time.Duration
+	reps, focusReps, warmup, k int
+	seed                       uint64
+	procs                      []int
+	flushD, maxBlock           time.Duration
+	hostProcs                  int
+	hostScale                  float64
+	dry                        bool
+	detailReps                 int
+}
+
+func parseFlags() (options, error) {
+	var o options
+	var procs string
+	flag.StringVar(&o.out, "out", "out", "directory for blocks.csv, flushes.csv and run.toml")
+	flag.StringVar(&o.grid, "grid", "small", "which cells: small (CI, under a minute), full (~30 min), or none")
+	flag.IntVar(&o.reps, "reps", 0, "measured blocks per cell (0: 3 for small, 5 for full)")
+	flag.IntVar(&o.focusReps, "focus-reps", 30, "blocks per drain-on, cap=all, N<=64 cell (their batch composition varies run to run)")
+	flag.IntVar(&o.warmup, "warmup", 1, "discarded blocks before a cell's first measured one")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the order of cells within each round")
+	flag.StringVar(&procs, "gomaxprocs", "1,2", "GOMAXPROCS values, a cell dimension (set between blocks)")
+	flag.IntVar(&o.k, "k", 3, "inputs (Puts) per transaction (R1: 3)")
+	flag.DurationVar(&o.flushD, "flush", 500*time.Microsecond, "flush callback's work d (R1: 500us)")
+	flag.DurationVar(&o.maxBlock, "max-block", 2*time.Second, "full grid: leave out cells estimated to take longer per block")
+	flag.StringVar(&o.only, "only", "", "regexp: run only the cells whose id matches")
+	flag.StringVar(&o.gc, "gc", "between", "between: collector off during blocks, run between them; go: Go's own pacing")
+	flag.StringVar(&o.host, "host", "", "also measure sleep and timer constants into this TOML file")
+	flag.IntVar(&o.hostProcs, "host-gomaxprocs", runtime.NumCPU(), "GOMAXPROCS for the host measurement")
+	flag.Float64Var(&o.hostScale, "host-scale", 1, "multiplies the host measurement's sample counts")
+	flag.StringVar(&o.costs, "costs", "", "also measure the Go runtime's operation costs into this TOML file")
+	flag.IntVar(&o.probeEvery, "probe-every", 10, "run a CPU-availability probe at each GOMAXPROCS every N blocks (0: never)")
+	flag.DurationVar(&o.probeD, "probe", 10*time.Millisecond, "duration of each CPU-availability probe")
+	flag.IntVar(&o.detailReps, "flush-detail-reps", -1, "write flushes.csv rows of blocks above 256 transactions for their first R repetitions only (-1: all), to bound the file's size")
+	flag.BoolVar(&o.dry, "dry", false, "print the cells and their estimated block times, measure nothing")
+	flag.Parse()
+	var err error
+	o.procs, err = parseInts(procs)
+	if err != nil {
+		return o, fmt.Errorf("-gomaxprocs %q: %v", procs, err)
+	}
+	return o, o.validate()
+}
+
+// validate rejects bad flag values, naming the flag and the value.
+func (o options) validate() error {
+	switch {
+	case o.gc != "between" && o.gc != "go":
+		return fmt.Errorf("-gc must be between or go; got %q", o.gc)
+	case o.reps < 0 || o.focusReps < 0 || o.warmup < 0:
+		return fmt.Errorf("-reps, -focus-reps and -warmup must be >= 0; got %d, %d, %d", o.reps, o.focusReps, o.warmup)
+	case o.k < 1:
+		return fmt.Errorf("-k must be >= 1; got %d", o.k)
+	case o.flushD <= 0:
+		return fmt.Errorf("-flush must be > 0; got %s", o.flushD)
+	case o.probeEvery < 0 || o.probeD <= 0:
+		return fmt.Errorf("-probe-every must be >= 0 and -probe > 0; got %d, %s", o.probeEvery, o.probeD)
+	case o.hostProcs < 1 || o.hostScale <= 0:
+		return fmt.Errorf("-host-gomaxprocs must be >= 1 and -host-scale > 0; got %d, %g", o.hostProcs, o.hostScale)
+	}
+	return nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("want positive integers separated by commas")
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// cellsFor builds the requested grid.
+func cellsFor(o options) (cells []cell, left leftOut, err error) {
+	g := gridOptions{procs: o.procs, reps: o.reps, focusReps: o.focusReps, k: o.k,
+		flushD: o.flushD, maxBlock: o.maxBlock, sizeTimers: shippedAndR1}
+	switch o.grid {
+	case "small":
+		if g.reps == 0 {
+			g.reps = 3
+		}
+		cells = smallGrid(g)
+	case "full":
+		if g.reps == 0 {
+			g.reps = 5
+		}
+		cells, left = fullGrid(g)
+	case "none":
+	default:
+		return nil, left, fmt.Errorf("-grid must be small, full or none; got %q", o.grid)
+	}
+	if o.only != "" {
+		re, err := regexp.Compile(o.only)
+		if err != nil {
+			return nil, left, fmt.Errorf("-only: %v", err)
+		}
+		var kept []cell
+		for _, c := range cells {
+			if re.MatchString(c.id()) {
+				kept = append(kept, c)
+			}
+		}
+		cells = kept
+	}
+	for i := range cells {
+		cells[i].no = i
+	}
+	return cells, left, nil
+}
+
+func command() string {
+	return "cd validate/gobatcher && go run . " + strings.Join(os.Args[1:], " ")
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gobatcher:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	o, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	cells, left, err := cellsFor(o)
+	if err != nil {
+		return err
+	}
+	if o.dry {
+		for _, c := range cells {
+			fmt.Printf("%s\treps %d\test %s\n", c.id(), c.reps, c.estimate())
+		}
+		fmt.Printf("%d cells (left out: %d redundant, %d too slow), %d blocks, estimated %s\n",
+			len(cells), left.redundant, left.slow,
+			totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second))
+		return nil
+	}
+	if o.host != "" {
+		fmt.Fprintf(os.Stderr, "measuring host timing at GOMAXPROCS %d into %s\n", o.hostProcs, o.host)
+		if err := runHost(o.host, o.hostProcs, o.hostScale, command()); err != nil {
+			return err
+		}
+	}
+	if o.costs != "" {
+		fmt.Fprintf(os.Stderr, "measuring the Go runtime's costs into %s\n", o.costs)
+		if err := runCosts(o.costs, command()); err != nil {
+			return err
+		}
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	return runCells(o, cells, left)
+}
+
+// runCells measures the cells into o.out.
+func runCells(o options, cells []cell, left leftOut) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	blocks, err := createCSV(o.out, "blocks.csv", blockColumns)
+	if err != nil {
+		return err
+	}
+	defer blocks.Close()
+	flushes, err := createCSV(o.out, "flushes.csv", flushColumns)
+	if err != nil {
+		return err
+	}
+	defer flushes.Close()
+	probes, err := createCSV(o.out, "probes.csv", probeColumns)
+	if err != nil {
+		return err
+	}
+	defer probes.Close()
+
+	r := &runner{pool: batcherPool{}, warmup: o.warmup, seed: o.seed, blocks: blocks,
+		flushes: flushes, gcBetween: o.gc == "between", detailReps: o.detailReps,
+		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs}
+	setProcs(1) // calibrate the spin on one core, as undisturbed as the machine allows
+	r.spinIters = calibrateSpin(o.flushD)
+	if r.gcBetween {
+		disableGC()
+	}
+	info := runInfo{command: command(), cells: len(cells), left: left, spinIters: r.spinIters,
+		start: time.Now(), load0: loadavg1(), cpu0: readCPUTimes()}
+	fmt.Fprintf(os.Stderr, "%d cells (left out: %d redundant, %d too slow), %d blocks, estimated %s; spin %d rounds = %s\n",
+		len(cells), left.redundant, left.slow, totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second),
+		r.spinIters, o.flushD)
+	if err := r.runGrid(cells); err != nil {
+		return err
+	}
+	info.end, info.load1, info.mismatches = time.Now(), loadavg1(), r.mismatches
+	info.steal, info.busy = readCPUTimes().shares(info.cpu0)
+	return info.write(filepath.Join(o.out, "run.toml"))
+}
+
+func totalBlocks(cells []cell, warmup int) (n int) {
+	for _, c := range cells {
+		n += c.reps + warmup
+	}
+	return n
+}
+
+func estimateTotal(cells []cell, warmup int) (t time.Duration) {
+	for _, c := range cells {
+		t += time.Duration(c.reps+warmup) * c.estimate()
+	}
+	return t
+}
+
+// runInfo is DIR/run.toml: how and under what load the CSVs were measured.
+type runInfo struct {
+	command      string
+	cells        int
+	left         leftOut
+	spinIters    int64
+	start, end   time.Time
+	load0, load1 float64
+	cpu0         cpuTimes
+	steal, busy  float64
+	mismatches   int
+}
+
+func (i runInfo) write(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, `# written by validate/gobatcher: how blocks.csv and flushes.csv were measured
+command = %q
+go = %q
+cpus = %d
+cpu = %q
+started = %q
+duration_s = %.0f
+cells = %d
+cells_left_out_redundant = %d # full grid: identical to a measured cell (see cells.go, fullGrid)
+cells_left_out_slow = %d # full grid: estimated above -max-block per block
+spin_rounds_per_flush = %d # calibrated on one idle core to take the flush's d
+loadavg_1m = [%.2f, %.2f] # at start and end
+steal_share = %.4f # hypervisor steal over the run, share of the machine's CPU (/proc/stat)
+busy_share = %.4f # machine CPU not idle over the run, this process included
+v2_reason_mismatches = %d # blocks where v2's reported triggers differ from batch-length inference
+`, i.command, runtime.Version(), runtime.NumCPU(), cpuModel(),
+		i.start.UTC().Format("2006-01-02 15:04:05 UTC"), i.end.Sub(i.start).Seconds(), i.cells,
+		i.left.redundant, i.left.slow, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches)
+	return f.Close()
+}

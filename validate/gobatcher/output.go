@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// blockResult is one measured block: a row of blocks.csv.
+type blockResult struct {
+	c           cell
+	rep         int // also the round: a cell runs once per round
+	startUnix   time.Time
+	blockTime   time.Duration
+	fs          flushSummary
+	lib         reasonSnapshot // v2's own counts over the block; zero for v1
+	lat         latencyQuantiles
+	inflightMax int64
+	processCPU  time.Duration
+	gcCycles    uint64
+	loadavg     float64
+	running     int // runnable threads on the machine just before the block, the harness's one included
+	steal, busy float64
+}
+
+// blockColumns documents blocks.csv: one row per measured block (warm-up blocks are not
+// written). Units are in the names; booleans are 0/1.
+var blockColumns = []string{
+	"gomaxprocs", "version", "timer", "size", "timeout_ms", "drain", "max_concurrent",
+	"fanout", "cap", "n_tx", "inputs_per_tx", "flush", "flush_us", "cell", "cell_no", "rep",
+	"block_start_unix_s", "block_time_s", "n_items",
+	"n_flushes", "flushes_full", "flushes_partial",
+	"flushes_size", "flushes_timeout", "flushes_drain", "reason_source",
+	"batch_size_min", "batch_size_p50", "batch_size_mean", "batch_size_max",
+	"item_latency_p50_s", "item_latency_p90_s", "item_latency_p99_s", "item_latency_max_s",
+	"inflight_max", "puts_blocked", "worker_pool_waits",
+	"process_cpu_s", "gc_cycles", "loadavg_1m", "host_running_threads",
+	"host_steal_share", "host_busy_share",
+}
+
+func (r blockResult) row() []string {
+	c := r.c
+	timer := "first_item"
+	if c.key.version == v1 {
+		timer = "cycle"
+	}
+	sizeR, timeoutR, drainR := r.fs.byReason["size"], r.fs.byReason["timeout"], r.fs.byReason["drain"]
+	source, blocked, waits := "inferred_from_length", "", ""
+	if c.key.version == v2 {
+		sizeR, timeoutR, drainR = int(r.lib.size), int(r.lib.timeout), int(r.lib.drain)
+		source, blocked, waits = "library", itoa(r.lib.blockedPuts), itoa(r.lib.workerWaits)
+	}
+	return []string{
+		itoa(c.procs), c.key.version, timer, itoa(c.key.size), ms(c.key.timeout), b01(c.key.drain),
+		itoa(c.key.maxConcurrent), c.fan.kind, c.fan.capColumn(), itoa(c.nTx), itoa(c.k),
+		c.flush.kind, itoa(c.flush.d.Microseconds()), c.id(), itoa(c.no), itoa(r.rep),
+		fmt.Sprintf("%.3f", float64(r.startUnix.UnixMicro())/1e6), secs(r.blockTime),
+		itoa(c.nTx * c.k),
+		itoa(r.fs.n), itoa(r.fs.full), itoa(r.fs.partial),
+		itoa(sizeR), itoa(timeoutR), itoa(drainR), source,
+		itoa(r.fs.sizeMin), itoa(r.fs.sizeP50), fmt.Sprintf("%.2f", r.fs.sizeMean), itoa(r.fs.sizeMax),
+		f6(r.lat.p50), f6(r.lat.p90), f6(r.lat.p99), f6(r.lat.max),
+		itoa(r.inflightMax), blocked, waits,
+		secs(r.processCPU), itoa(r.gcCycles), fmt.Sprintf("%.2f", r.loadavg), itoa(r.running),
+		share(r.steal), share(r.busy),
+	}
+}
+
+// flushColumns documents flushes.csv: one row per flush callback of a measured block, in
+// start order; cell_no and rep join it to blocks.csv. Times are microseconds from the
+// block's start (its first transaction started). reason_inferred is the trigger as the
+// batch length tells (see inferReason).
+var flushColumns = []string{"cell_no", "rep", "flush_index", "start_us", "end_us", "batch_size",
+	"reason_inferred"}
+
+func flushRows(c cell, rep int, startNs int64, fl []flushRec) [][]string {
+	fl = slices.Clone(fl)
+	slices.SortFunc(fl, func(a, b flushRec) int { return int(a.startNs - b.startNs) })
+	us := func(ns int64) string { return itoa((ns - startNs) / 1e3) }
+	rows := make([][]string, len(fl))
+	for i, f := range fl {
+		rows[i] = []string{itoa(c.no), itoa(rep), itoa(i), us(f.startNs), us(f.endNs),
+			itoa(f.size), inferReason(f.size, c.key)}
+	}
+	return rows
+}
+
+// csvFile is a CSV file written row by row and flushed after each block, so an interrupted
+// run keeps what it measured.
+type csvFile struct {
+	f *os.File
+	w *csv.Writer
+}
+
+func createCSV(dir, name string, header []string) (*csvFile, error) {
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	c := &csvFile{f: f, w: csv.NewWriter(f)}
+	return c, c.write(header)
+}
+
+func (c *csvFile) write(rows ...[]string) error {
+	if err := c.w.WriteAll(rows); err != nil { // WriteAll flushes
+		return err
+	}
+	return c.w.Error()
+}
+
+func (c *csvFile) Close() error { return c.f.Close() }
+
+func itoa[T int | int64 | uint64](v T) string { return strconv.FormatInt(int64(v), 10) }
+func secs(d time.Duration) string             { return f6(d.Seconds()) }
+func f6(x float64) string                     { return strconv.FormatFloat(x, 'f', 6, 64) }
+func ms(d time.Duration) string               { return strconv.FormatFloat(float64(d)/1e6, 'g', -1, 64) }
+
+func share(x float64) string {
+	if x < 0 {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
+
+func b01(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

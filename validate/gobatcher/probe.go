@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The machine is shared: other processes take the CPU from the harness's threads. A probe
+// measures how, between blocks, so that simbatch can model the host the blocks ran on
+// ([host] stall_per_s, stall_us and wake_us, validate/calibrate_gobatcher.py):
+//   - stalls: at GOMAXPROCS p, p goroutines each read the clock in a tight loop for the
+//     probe's duration; a gap of more than stallGap between two readings is a stall (the
+//     thread was not running);
+//   - wake-ups (at GOMAXPROCS >= 2): how long an idle processor's thread takes to run a
+//     goroutine readied on a busy one (costs.go, wakeLatency), and how long the runtime's
+//     usleep(3) back-off before stealing runnext takes (backoffLatency).
+// Probes run every -probe-every blocks, at each GOMAXPROCS of the grid, into probes.csv.
+
+const stallGap = 30 * time.Microsecond
+
+type probeResult struct {
+	procs   int
+	start   time.Time
+	busy    time.Duration // summed over the goroutines
+	stalls  []time.Duration
+	wake    []float64 // microseconds, the back-off included
+	backoff []float64 // microseconds
+}
+
+// wakesPerProbe is how many wake-up samples a probe at GOMAXPROCS >= 2 takes.
+const wakesPerProbe = 8
+
+// probeCPU runs one probe of duration d at GOMAXPROCS procs.
+func probeCPU(procs int, d time.Duration) probeResult {
+	setProcs(procs)
+	res := probeResult{procs: procs, start: time.Now()}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < procs; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var stalls []time.Duration
+			start := time.Now()
+			last := start
+			for {
+				t := time.Now()
+				if gap := t.Sub(last); gap > stallGap {
+					stalls = append(stalls, gap)
+				}
+				last = t
+				if t.Sub(start) >= d {
+					break
+				}
+			}
+			mu.Lock()
+			res.busy += last.Sub(start)
+			res.stalls = append(res.stalls, stalls...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if procs >= 2 {
+		res.wake = wakeLatency(wakesPerProbe)
+		res.backoff = backoffLatency(wakesPerProbe)
+	}
+	return res
+}
+
+// probeColumns documents probes.csv: one row per probe. stall_us lists every stall's
+// length, space-separated.
+var probeColumns = []string{"probe_no", "start_unix_s", "gomaxprocs", "busy_s", "n_stalls",
+	"stalled_s", "loadavg_1m", "stall_us", "wake_us", "backoff_us"}
+
+func (r probeResult) row(no int) []string {
+	var total time.Duration
+	us := make([]string, len(r.stalls))
+	for i, s := range r.stalls {
+		total += s
+		us[i] = itoa(s.Microseconds())
+	}
+	list := func(xs []float64) string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = fmt.Sprintf("%.1f", x)
+		}
+		return strings.Join(out, " ")
+	}
+	return []string{itoa(no), fmt.Sprintf("%.3f", float64(r.start.UnixMicro())/1e6),
+		itoa(r.procs), secs(r.busy), itoa(len(r.stalls)), secs(total),
+		fmt.Sprintf("%.2f", loadavg1()), strings.Join(us, " "), list(r.wake), list(r.backoff)}
+}
+
+// probeAll runs one probe per GOMAXPROCS value and restores the previous setting.
+func probeAll(procs []int, d time.Duration) []probeResult {
+	prev := runtime.GOMAXPROCS(0)
+	out := make([]probeResult, 0, len(procs))
+	for _, p := range procs {
+		out = append(out, probeCPU(p, d))
+	}
+	setProcs(prev)
+	return out
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// runner measures cells, one block at a time, on batchers that live for the whole run.
+type runner struct {
+	pool       batcherPool
+	spinIters  int64
+	gcBetween  bool
+	warmup     int
+	detailReps int // see -flush-detail-reps
+	seed       uint64
+	blocks     *csvFile
+	flushes    *csvFile
+	lastGC     uint64 // heap bytes allocated (cumulative) at the last forced collection
+	mismatches int    // v2 blocks whose library reasons differ from the inferred ones
+	probes     *csvFile
+	probeEvery int
+	probeD     time.Duration
+	procs      []int
+	blocksRun  int
+	probesRun  int
+}
+
+// maybeProbe runs the CPU-availability probes (probe.go) every probeEvery measured blocks,
+// and before the first.
+func (r *runner) maybeProbe() error {
+	if r.probeEvery == 0 || r.blocksRun%r.probeEvery != 0 {
+		return nil
+	}
+	for _, res := range probeAll(r.procs, r.probeD) {
+		if err := r.probes.write(res.row(r.probesRun)); err != nil {
+			return err
+		}
+		r.probesRun++
+	}
+	return nil
+}
+
+// gcEvery is how much the harness may allocate between forced collections when the
+// collector is off during blocks (-gc between).
+const gcEvery = 64 << 20
+
+// runGrid runs every cell's repetitions round-robin: round r runs each cell that still has
+// repetitions once, in an order shuffled by the seed, so a cell's repetitions are spread over
+// the whole run (and its neighbours' load) instead of back to back.
+func (r *runner) runGrid(cells []cell) error {
+	rounds := 0
+	for _, c := range cells {
+		rounds = max(rounds, c.reps)
+	}
+	start, said := time.Now(), time.Now()
+	for round := 0; round < rounds; round++ {
+		order := cellsInRound(cells, round)
+		rng := rand.New(rand.NewPCG(r.seed, uint64(round)))
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for i, c := range order {
+			if err := r.visit(c, round); err != nil {
+				return err
+			}
+			if time.Since(said) > 30*time.Second {
+				said = time.Now()
+				fmt.Fprintf(os.Stderr, "round %d/%d: %d/%d blocks, %s elapsed, load %.2f\n",
+					round+1, rounds, i+1, len(order), time.Since(start).Round(time.Second), loadavg1())
+			}
+		}
+		fmt.Fprintf(os.Stderr, "round %d/%d done: %d blocks, %s elapsed, load %.2f\n",
+			round+1, rounds, len(order), time.Since(start).Round(time.Second), loadavg1())
+	}
+	return nil
+}
+
+func cellsInRound(cells []cell, round int) []cell {
+	var out []cell
+	for _, c := range cells {
+		if c.reps > round {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// visit runs one measured block of the cell, preceded on its first visit by warm-up blocks
+// that are discarded (goroutine stacks grown, pool goroutines started, as in a running node).
+func (r *runner) visit(c cell, rep int) error {
+	if rep == 0 {
+		for i := 0; i < r.warmup; i++ {
+			if _, _, err := r.measure(c, rep); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.maybeProbe(); err != nil {
+		return err
+	}
+	r.blocksRun++
+	res, blk, err := r.measure(c, rep)
+	if err != nil {
+		return err
+	}
+	if c.key.version == v2 && !res.reasonsAgree() {
+		r.mismatches++
+		fmt.Fprintf(os.Stderr, "note: %s rep %d: library reasons %+v, inferred %v\n",
+			c.id(), rep, res.lib, res.fs.byReason)
+	}
+	if err := r.blocks.write(res.row()); err != nil {
+		return err
+	}
+	if c.nTx > 256 && r.detailReps >= 0 && rep >= r.detailReps {
+		return nil
+	}
+	return r.flushes.write(flushRows(c, rep, blk.startNs, blk.flushes())...)
+}
+
+// measuredBlock is a block after its run, with its start on the harness clock.
+type measuredBlock struct {
+	*block
+	startNs int64
+}
+
+// measure runs one block of the cell and gathers everything about it. Only the fan-out (first
+// transaction started to last transaction done) is timed; the readings of /proc and the
+// collector's work happen outside that window.
+func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
+	b, err := r.pool.get(c.key)
+	if err != nil {
+		return blockResult{}, measuredBlock{}, err
+	}
+	setProcs(c.procs)
+	blk := newBlock(c, r.spinIters)
+	r.maybeCollect()
+
+	res := blockResult{c: c, rep: rep}
+	res.loadavg, res.running = loadavg()
+	lib0, cpu0, proc0, gc0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles()
+	res.startUnix = time.Now()
+	startNs, endNs := blk.run(b, c.fan)
+	proc1, cpu1, lib1, gc1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles()
+
+	res.blockTime = time.Duration(endNs - startNs)
+	res.processCPU = proc1 - proc0
+	res.steal, res.busy = cpu1.shares(cpu0)
+	res.lib = lib1.minus(lib0)
+	res.gcCycles = gc1 - gc0
+	res.fs = summarizeFlushes(blk.flushes(), c.key)
+	res.lat = itemLatencies(blk.items)
+	res.inflightMax = blk.rec.inflightMax.Load()
+	return res, measuredBlock{blk, startNs}, nil
+}
+
+func (res blockResult) reasonsAgree() bool {
+	l, f := res.lib, res.fs.byReason
+	return int(l.size) == f["size"] && int(l.timeout) == f["timeout"] &&
+		int(l.drain) == f["drain"] && l.other == 0
+}
+
+// setProcs changes GOMAXPROCS only when the cell needs another value (the change stops the
+// world briefly, outside the timed window).
+func setProcs(p int) {
+	if runtime.GOMAXPROCS(0) != p {
+		runtime.GOMAXPROCS(p)
+	}
+}
+
+// maybeCollect runs the collector between blocks when -gc between turned it off, once the
+// harness has allocated gcEvery since the last collection, so a collection never lands inside
+// a measured block (a node collects too, but its heap and pace are not the harness's).
+func (r *runner) maybeCollect() {
+	if !r.gcBetween {
+		return
+	}
+	if a := heapAllocs(); a-r.lastGC > gcEvery {
+		runtime.GC()
+		r.lastGC = heapAllocs()
+	}
+}
+
+// disableGC turns the collector's pacing off for -gc between.
+func disableGC() { debug.SetGCPercent(-1) }
+
+func gcCycles() uint64   { return readUint64Metric("/gc/cycles/total:gc-cycles") }
+func heapAllocs() uint64 { return readUint64Metric("/gc/heap/allocs:bytes") }
+
+func readUint64Metric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}

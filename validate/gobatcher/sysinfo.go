@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The machine is a shared VM: every block records what else was going on, so runs disturbed
+// by neighbours (load) or by the hypervisor (steal) can be told apart afterwards.
+
+// loadavg1 is the 1-minute load average from /proc/loadavg, or -1 if unreadable.
+func loadavg1() float64 {
+	l, _ := loadavg()
+	return l
+}
+
+// loadavg reads /proc/loadavg: the 1-minute load average and the number of runnable threads
+// on the machine right now (this one included), or -1s if unreadable.
+func loadavg() (load1 float64, running int) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1, -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return -1, -1
+	}
+	load1, err = strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		load1 = -1
+	}
+	r, _, _ := strings.Cut(f[3], "/")
+	running, err = strconv.Atoi(r)
+	if err != nil {
+		running = -1
+	}
+	return load1, running
+}
+
+// cpuTimes is the aggregate "cpu" line of /proc/stat, in clock ticks (USER_HZ, 10 ms).
+type cpuTimes struct{ total, idle, steal int64 }
+
+func readCPUTimes() cpuTimes {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return cpuTimes{}
+	}
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice (proc(5)); guest
+	// time is already counted in user, so the total stops at steal.
+	fields := strings.Fields(sc.Text())
+	var v [8]int64
+	for i := 0; i < 8 && i+1 < len(fields); i++ {
+		v[i], _ = strconv.ParseInt(fields[i+1], 10, 64)
+	}
+	var t cpuTimes
+	for _, x := range v {
+		t.total += x
+	}
+	t.idle = v[3] + v[4]
+	t.steal = v[7]
+	return t
+}
+
+// shares of the machine's CPU between two readings: stolen by the hypervisor, and busy
+// (everything not idle, this process included). -1 when no tick elapsed.
+func (t cpuTimes) shares(before cpuTimes) (steal, busy float64) {
+	d := t.total - before.total
+	if d <= 0 {
+		return -1, -1
+	}
+	return float64(t.steal-before.steal) / float64(d),
+		float64(d-(t.idle-before.idle)) / float64(d)
+}
+
+// processCPU is this process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
