@@ -23,8 +23,8 @@ from simbatch.planning.search import interval, statistic
 QUESTIONS = sorted((ROOT / "questions").glob("*.toml"))
 # reduced spaces where the full question is slow; the search and the sweep see the same
 REDUCED = {
-    "c-lingers-franzgo": ["workload.n_messages=1600"],
-    "c-lingers-librdkafka": ["workload.n_messages=1600"],
+    "c-lingers-franzgo": ["workload.duration_s=1.25"],
+    "c-lingers-librdkafka": ["workload.duration_s=1.25"],
     "d-client-stats-fix": ["workload.n_transactions=2048"],
 }
 

@@ -2,102 +2,73 @@
 
 Predicts publish-to-consume latency per message, the figure users measure (teranode's
 ``linger_latency_regression_test.go``: consumer-callback time minus publish time, percentile
-= ``sorted[floor((n - 1) p)]``, which is numpy's ``method="lower"``).
+= ``sorted[floor((n - 1) p)]``, which is numpy's ``method="lower"``), and what the producer
+and the broker see on the way (:mod:`.metrics`).
 
-Feeds (``[workload]``): ``periodic`` (one message every ``interval_ms``: R2's sparse feed),
-``poisson``, ``bursts`` (``burst_size`` messages at once every ``interval_ms``: per-block
-bursts), ``closed_loop`` (``senders`` senders, each waiting for its message to be
-consumed-visible, i.e. acknowledged, before the next) and ``trace`` (recorded gaps replayed:
-``gaps_ms[i]`` is the time from message i to message i + 1, e.g. a measured run's publish
-times, so that a prediction sees the very arrivals the measurement saw).
+Sections: ``[workload]`` (the feed: gaps or rates, producers, steps, bursts; :mod:`.feeds`),
+``[outer]`` (:mod:`.outer_batcher`), ``[producer]`` (the client and the topic;
+:mod:`.producer`), ``[consumer]``, ``[broker]`` (its CPU; :mod:`.broker`) and
+``[simulation]`` (per batch or per message; :mod:`.aggregate`).
 
 The consumer subscribed before producing: an appended record reaches the consumer callback
 ``fetch_ms`` later (a long-poll fetch returns as soon as data is there), never before an
 earlier record of its partition.
 
 Keys: message i has key ``k-<case name>-<i>`` (the harnesses' ``k-<label>-<i>``), placed by
-the client's own partitioner (``partitioners``); keyless messages (``keyed = false``) by the
-client's sticky choice when they reach it.
+the client's own partitioner (``partitioners``, in bulk ``keys``); keyless messages
+(``keyed = false``) by the client's sticky choice when they reach it. Each producer has its
+own outer batcher, client and connections; the brokers (and their CPU) are shared.
 
 The clock counts whole microseconds (``clock.py``), so events due at one instant coincide.
 
-Random streams: ``feed`` (Poisson gaps), ``append`` (the broker's append noise), ``fetch``
-(the consumer's fetch noise), ``partition`` (sticky choices for keyless records), each its
-own.
+Random streams: ``feed`` (Poisson gaps), ``append`` (the round trip's noise), ``fetch``
+(the consumer's fetch noise), ``partition`` (sticky choices for keyless records), ``broker``
+(the broker's background load), each its own; producer k > 0 draws from its own
+``append-k``, ``fetch-k`` and ``partition-k``.
 
-Metrics: ``latency_{mean,p50,p90,p99,max}_s`` (pooled over replications, the published
-rule), ``requests``, ``records_per_request``, ``outer_flushes``, ``duration_s``.
-Frames: ``messages`` (``msg``; ``partition``; ``request`` that carried it; ``t_publish_s``;
-``t_consume_s``; ``latency_s``; ``publish_order``, ``append_order``: its rank among
-publishes and appends) and ``requests`` (``request``; ``broker``; ``n_records``;
-``t_sent_s``; ``t_acked_s``; ``append_s`` = acked - sent). Seconds.
+Frames: ``messages`` (``msg``; ``producer``; ``partition``; ``request`` that carried it;
+``t_publish_s``; ``t_produce_s`` (handed to the client); ``t_ack_s``; ``t_consume_s``;
+``latency_s``; ``publish_order``, ``append_order``: its rank among publishes and appends)
+and ``requests`` (``request``; ``broker``; ``n_records``; ``t_sent_s``; ``t_acked_s``;
+``append_s`` = acked - sent). Seconds.
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 import simpy
 
-from ..core.config import Bool, Field, Float, Int, NonNeg, PosInt, Rule, at, config
+from ..core.config import Field, Float, NonNeg, at, config
 from ..core.engine import CaseBase, PlotSpec, Run, register
 from ..core.errors import check_int, fail
 from ..core.streams import streams
 from ..core.work import Bounds, Work
+from . import metrics as km
+from .aggregate import AggregatedOuter, Instants, SimulationConfig, aggregated_feed
+from .broker import Broker, BrokerConfig
 from .client import Client
 from .clock import S_PER_TICK, ticks
+from .feeds import Arrivals, KafkaWorkload, RateStep, arrivals
 from .franz_go import FranzGo
 from .java_producer import JavaProducer
+from .keys import key_partitions
 from .librdkafka import Librdkafka
 from .outer_batcher import OuterBatcher, OuterBatcherConfig
-from .partitioners import key_partition
 from .producer import KafkaProducerConfig
 
-STREAMS = ("feed", "append", "fetch", "partition")
+STREAMS = ("feed", "append", "fetch", "partition", "broker")
 CLIENTS: dict[str, type[Client]] = {"franz-go": FranzGo, "librdkafka": Librdkafka,
                                     "java": JavaProducer}
 """The client model of each ``[producer] semantics``."""
-FEEDS = ("periodic", "poisson", "bursts", "closed_loop", "trace")
+METRICS = km.METRICS
+latency_metrics = km.latency_metrics
 
-
-@config
-class KafkaWorkload:
-    """Messages published into the producer stack (``[workload]``).
-
-    Parameters
-    ----------
-    n_messages : int
-    feed : {"periodic", "poisson", "bursts", "closed_loop", "trace"}
-    interval_ms : float
-        Gap between messages (periodic), mean gap (poisson), gap between bursts (bursts).
-    gaps_ms : sequence of float
-        The trace feed's gaps (at least ``n_messages - 1``); only with ``feed = "trace"``.
-    burst_size : int
-        Messages per burst (bursts).
-    senders : int
-        Closed-loop senders.
-    message_bytes : int
-    keyed : bool
-        Keys ``k-<case name>-<i>`` spread messages over partitions by the client's key
-        hash; keyless messages go where the client's sticky partitioner puts them.
-    """
-
-    n_messages: PosInt = 200
-    feed: Literal["periodic", "poisson", "bursts", "closed_loop", "trace"] = "periodic"
-    interval_ms: NonNeg = 25.0
-    burst_size: PosInt = 1
-    senders: PosInt = 1
-    message_bytes: Annotated[Int, at.Ge(0)] = 256
-    keyed: Bool = True
-    gaps_ms: tuple[NonNeg, ...] = ()
-    RULES = (Rule("gaps_ms", "empty unless feed = 'trace'",
-                  lambda w: w.feed == "trace" or not w.gaps_ms),
-             Rule("gaps_ms", "at least n_messages - 1 gaps (feed = 'trace')",
-                  lambda w: w.feed != "trace" or len(w.gaps_ms) >= w.n_messages - 1))
+__all__ = ["CLIENTS", "ENGINE", "METRICS", "ConsumerConfig", "KafkaCase", "KafkaRun",
+           "KafkaWorkload", "RateStep", "latency_metrics", "simulate"]
 
 
 @config
@@ -112,7 +83,7 @@ class ConsumerConfig:
 
 @config
 class KafkaCase(CaseBase):
-    """One Kafka configuration: feed, outer batcher, client and topic, consumer.
+    """One Kafka configuration: feed, outer batcher, client and topic, consumer, broker.
 
     Examples
     --------
@@ -125,18 +96,28 @@ class KafkaCase(CaseBase):
     outer: OuterBatcherConfig = Field(default_factory=OuterBatcherConfig)
     producer: KafkaProducerConfig = Field(default_factory=KafkaProducerConfig)
     consumer: ConsumerConfig = Field(default_factory=ConsumerConfig)
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    simulation: SimulationConfig = Field(default_factory=SimulationConfig)
+
+    @property
+    def aggregated(self) -> bool:
+        """Whether this case runs per batch (:mod:`.aggregate`)."""
+        return (self.simulation.aggregate == "auto" and self.workload.feed != "closed_loop"
+                and (self.outer.linger_ms is None or ticks(self.outer.effective_linger_s) > 0))
 
 
 @dataclass
 class KafkaRun(Run):
-    """Per-message and per-request records of one replication."""
+    """Per-message and per-request records of one replication (times in seconds)."""
 
     publish_s: np.ndarray = None  # type: ignore[assignment]
     consume_s: np.ndarray = None  # type: ignore[assignment]
+    produce_s: np.ndarray = None  # type: ignore[assignment]
     partition: np.ndarray = None  # type: ignore[assignment]
     request: np.ndarray = None  # type: ignore[assignment]
     append_order: np.ndarray = None  # type: ignore[assignment]
-    publish_order: np.ndarray = None  # type: ignore[assignment]
+    publish_order_: np.ndarray | None = None
+    producer: np.ndarray | None = None
     request_broker: np.ndarray = None  # type: ignore[assignment]
     request_records: np.ndarray = None  # type: ignore[assignment]
     request_sent_s: np.ndarray = None  # type: ignore[assignment]
@@ -144,17 +125,34 @@ class KafkaRun(Run):
     outer_flushes: int = 0
     requests: int = 0
     end_s: float = 0.0
+    broker_cpu_s: float = float("nan")
 
     @property
     def latency_s(self) -> np.ndarray:
         return self.consume_s - self.publish_s
 
+    @property
+    def publish_order(self) -> np.ndarray:
+        """Each message's rank among publishes."""
+        if self.publish_order_ is None:
+            return np.arange(self.publish_s.size)
+        return self.publish_order_
+
+    @property
+    def ack_s(self) -> np.ndarray:
+        """Each message's acknowledgement (its request's answer)."""
+        return self.request_acked_s[self.request]
+
     def _frames(self) -> dict[str, pd.DataFrame]:
+        n = self.publish_s.size
         messages = pd.DataFrame({
-            "msg": np.arange(self.publish_s.size), "partition": self.partition,
-            "request": self.request, "t_publish_s": self.publish_s,
-            "t_consume_s": self.consume_s, "latency_s": self.latency_s,
-            "publish_order": self.publish_order, "append_order": self.append_order})
+            "msg": np.arange(n),
+            "producer": self.producer if self.producer is not None else np.zeros(n, int),
+            "partition": self.partition, "request": self.request,
+            "t_publish_s": self.publish_s, "t_produce_s": self.produce_s,
+            "t_ack_s": self.ack_s, "t_consume_s": self.consume_s,
+            "latency_s": self.latency_s, "publish_order": self.publish_order,
+            "append_order": self.append_order})
         requests = pd.DataFrame({
             "request": np.arange(self.request_sent_s.size), "broker": self.request_broker,
             "n_records": self.request_records, "t_sent_s": self.request_sent_s,
@@ -165,142 +163,221 @@ class KafkaRun(Run):
 
 def simulate(case: KafkaCase, seed: int = 0, *, bounds: Bounds | None = None) -> KafkaRun:
     """Run the Kafka pipeline once with ``seed`` (the run's own seed); see the module
-    docstring. Every timer here fires once per message or batch, so ``bounds`` has nothing
-    to guard while the run goes: the work estimate bounds it."""
+    docstring. Every timer here fires once per message, batch or request, so ``bounds`` has
+    nothing to guard while the run goes: the work estimate bounds it."""
     if not isinstance(case, KafkaCase):
         raise fail("simulate", "case", "a simbatch.kafka.KafkaCase", type(case).__name__)
     check_int("simulate", "seed", seed)
-    rngs = streams(seed, STREAMS)
-    wl, env = case.workload, simpy.Environment()
-    n = wl.n_messages
-    publish = array("d", [np.nan] * n)
-    consume = array("d", [np.nan] * n)
-    carried = array("q", [-1] * n)
-    order = array("q", [-1] * n)
-    published_order = array("q", [-1] * n)
-    keyed = _keyed_partitions(case, n)
-    parts = array("q", [-1] * n)
-    fetch_s = case.consumer.fetch_ms / 1e3
-    acked: dict[int, simpy.Event] = {}
-    counter = {"appended": 0, "flushes": 0, "published": 0}
-    fetch_rng = rngs["fetch"]
+    return _Simulation(case, seed).run()
 
-    def stamp(msg: int) -> None:
-        publish[msg] = env.now * S_PER_TICK
-        published_order[msg] = counter["published"]
-        counter["published"] += 1
-    all_done = env.event()
 
-    fetch_ratios = list(case.consumer.fetch_ratios)
-    last_consume = [0.0] * case.producer.n_partitions     # clock units (us)
+class _Simulation:
+    """One run: the records, the components and their wiring."""
 
-    def on_append(records: list[int], now: float, request: int) -> None:
-        fetch = fetch_s
-        if fetch_ratios:
-            fetch *= fetch_ratios[int(fetch_rng.integers(len(fetch_ratios)))]
-        for msg in records:
+    def __init__(self, case: KafkaCase, seed: int) -> None:
+        self.case, self.seed = case, seed
+        self.rngs = streams(seed, STREAMS)
+        self.env = simpy.Environment()
+        wl, cfg = case.workload, case.producer
+        self.arrivals: Arrivals | None = None
+        if wl.feed != "closed_loop":
+            self.arrivals = arrivals(wl, cfg.n_partitions, self.rngs["feed"])
+            n = self.arrivals.n
+        else:
+            n = wl.count_hint
+        self.n = n
+        # clock units until the run ends, then seconds (in place: 13M messages are ~100 MB
+        # per array)
+        self.publish = (self.arrivals.ticks if case.aggregated and self.arrivals is not None
+                        else np.full(n, np.nan))
+        self.consume = np.full(n, np.nan)
+        self.produced = np.full(n, np.nan)
+        self.carried = np.full(n, -1, np.int32 if n < 2**31 else np.int64)
+        self.order = np.full(n, -1, np.int32 if n < 2**31 else np.int64)
+        self.publish_order = None if case.aggregated else np.full(n, -1, np.int64)
+        if wl.keyed:     # the client writes each record's partition: for keys, these
+            self.keyed = key_partitions(cfg.semantics, case.name, n, cfg.n_partitions)
+            self.parts = self.keyed
+        else:
+            self.keyed = np.full(n, -1, np.int64)
+            self.parts = np.full(n, -1, np.int64)
+        self.last_consume = np.zeros(cfg.n_partitions)          # clock units (us)
+        self.fetch_s = case.consumer.fetch_ms / 1e3
+        self.fetch_ratios = np.asarray(case.consumer.fetch_ratios, float)
+        self.acked: dict[int, simpy.Event] = {}
+        self.appended = 0
+        self.published = 0
+        self.flushes = 0
+        self.all_done = self.env.event()
+        self.brokers = self._brokers()
+        self.client_rngs = [self._producer_streams(k) for k in range(wl.producers)]
+        self.clients = [self._client(k) for k in range(wl.producers)]
+
+    def _brokers(self) -> list[Broker] | None:
+        bc = self.case.broker
+        if not bc.on:
+            return None
+        out = [Broker(self.env, bc, self.rngs["broker"])
+               for _ in range(self.case.producer.n_brokers)]
+        for broker in out:
+            broker.start_background(self._record_bytes)
+        return out
+
+    @property
+    def _record_bytes(self) -> int:
+        return self.case.workload.message_bytes + self.case.producer.record_overhead_bytes
+
+    def _producer_streams(self, k: int) -> dict[str, np.random.Generator]:
+        """Producer k's own ``append``, ``fetch`` and ``partition`` streams (producer 0's
+        are the run's): adding a producer changes no other producer's draws."""
+        if k == 0:
+            return self.rngs
+        return streams(self.seed, tuple(f"{name}-{k}" for name in
+                                        ("append", "fetch", "partition")))
+
+    def _stream(self, k: int, name: str) -> np.random.Generator:
+        return self.client_rngs[k][name if k == 0 else f"{name}-{k}"]
+
+    def _client(self, k: int) -> Client:
+        size = self.case.workload.message_bytes
+        return CLIENTS[self.case.producer.semantics](
+            self.env, self.case.producer, keyed_partition=self.keyed,
+            value_bytes=lambda _m: size,
+            on_append=lambda records, now, request: self._on_append(records, now, request, k),
+            append_rng=self._stream(k, "append"), partition_rng=self._stream(k, "partition"),
+            partition_out=self.parts, produce_out=self.produced, brokers=self.brokers,
+            record_bytes=self._record_bytes)
+
+    # ------------------------------------------------------------------ the consumer
+    def _on_append(self, records: np.ndarray, now: float, request: int, k: int = 0) -> None:
+        fetch = self.fetch_s
+        if self.fetch_ratios.size:
+            pick = int(self._stream(k, "fetch").integers(self.fetch_ratios.size))
+            fetch *= self.fetch_ratios[pick]
+        due = now + ticks(fetch)
+        k = records.size
+        if k == 1:
+            msg = int(records[0])
+            p = self.parts[msg]
             # a consumer reads a partition in order: never before an earlier record of it
-            p = parts[msg]
-            last_consume[p] = max(now + ticks(fetch), last_consume[p])
-            consume[msg] = last_consume[p] * S_PER_TICK
-            carried[msg] = request
-            order[msg] = counter["appended"]
-            counter["appended"] += 1
-            waiter = acked.pop(msg, None)
-            if waiter is not None:
-                waiter.succeed()
-        if counter["appended"] == n:
-            all_done.succeed()
+            self.last_consume[p] = max(due, self.last_consume[p])
+            self.consume[msg] = self.last_consume[p]
+        else:
+            parts = self.parts[records]
+            at = np.maximum(due, self.last_consume[parts])
+            self.consume[records] = at
+            self.last_consume[parts] = at
+        self.carried[records] = request
+        self.order[records] = np.arange(self.appended, self.appended + k)
+        self.appended += k
+        if self.acked:
+            for msg in records.tolist():
+                waiter = self.acked.pop(msg, None)
+                if waiter is not None:
+                    waiter.succeed()
+        if self.appended == self.n:
+            self.all_done.succeed()
 
-    producer = CLIENTS[case.producer.semantics](
-        env, case.producer, keyed_partition=keyed, value_bytes=lambda _m: wl.message_bytes,
-        on_append=on_append, append_rng=rngs["append"], partition_rng=rngs["partition"],
-        partition_out=parts)
+    # ------------------------------------------------------------------ the feed
+    def _stamp(self, msg: int) -> None:
+        self.publish[msg] = self.env.now
+        if self.publish_order is not None:
+            self.publish_order[msg] = self.published
+        self.published += 1
 
-    def count_flush(_size: int, _now: float) -> None:
-        counter["flushes"] += 1
+    def _count_flush(self, _size: int, _now: float) -> None:
+        self.flushes += 1
 
-    if case.outer.linger_ms is None:
-        def publish_msg(msg: int) -> None:
-            stamp(msg)
-            producer.produce(msg)
-    else:
-        outer = OuterBatcher(env, case.outer, producer.produce, count_flush)
-        outer.start()
+    def _wire(self) -> None:
+        env, case, arr = self.env, self.case, self.arrivals
+        if case.aggregated:
+            assert arr is not None
+            self.published = self.n
+            if case.outer.linger_ms is None:
+                ids = np.arange(self.n)
+                env.process(aggregated_feed(env, ids, arr.ticks, arr.fresh, arr.producer,
+                                            self.clients))
+                return
+            instants = Instants(env)          # the producers' wake-ups, in order
+            for k, client in enumerate(self.clients):
+                mine = np.flatnonzero(arr.producer == k) if len(self.clients) > 1 else \
+                    np.arange(self.n)
+                AggregatedOuter(env, case.outer, client, mine, arr.ticks[mine],
+                                self._count_flush, instants).start()
+            return
+        sinks = []
+        for client in self.clients:
+            if case.outer.linger_ms is None:
+                sinks.append(client.produce)
+            else:
+                outer = OuterBatcher(env, case.outer, client.produce, self._count_flush)
+                outer.start()
+                sinks.append(outer.publish)
+        if arr is None:
+            env.process(self._closed_loop(sinks))
+        else:
+            env.process(self._open_loop(arr, sinks))
 
-        def publish_msg(msg: int) -> None:
-            stamp(msg)
-            outer.publish(msg)
+    def _open_loop(self, arr: Arrivals, sinks):
+        env = self.env
+        t, producer = arr.ticks, arr.producer
+        for msg in range(self.n):
+            if t[msg] > env.now:
+                yield env.timeout(t[msg] - env.now)
+            self._stamp(msg)
+            sinks[int(producer[msg])](msg)
 
-    env.process(_feed(env, wl, rngs["feed"], publish_msg, acked))
-    env.run(until=all_done)
-    return KafkaRun(case=case, seed=seed,
-                    publish_s=np.frombuffer(publish).copy(),
-                    consume_s=np.frombuffer(consume).copy(),
-                    partition=np.frombuffer(parts, np.int64).copy(),
-                    request=np.frombuffer(carried, np.int64).copy(),
-                    append_order=np.frombuffer(order, np.int64).copy(),
-                    publish_order=np.frombuffer(published_order, np.int64).copy(),
-                    request_broker=np.frombuffer(producer.request_broker, np.int64).copy(),
-                    request_records=np.frombuffer(producer.request_records, np.int64).copy(),
-                    request_sent_s=np.frombuffer(producer.request_sent).copy(),
-                    request_acked_s=np.frombuffer(producer.request_acked).copy(),
-                    outer_flushes=counter["flushes"],
-                    requests=producer.requests, end_s=env.now * S_PER_TICK)
+    def _closed_loop(self, sinks):
+        env, wl, n = self.env, self.case.workload, self.n
+        gap = ticks(wl.gap_s)
 
-
-def _keyed_partitions(case: KafkaCase, n: int) -> array:
-    """Each message's partition by its key (-1: keyless, the client chooses at Produce)."""
-    cfg = case.producer
-    out = array("q", [-1] * n)
-    if case.workload.keyed:
-        for i in range(n):
-            p = key_partition(cfg.semantics, f"k-{case.name}-{i}".encode(), cfg.n_partitions)
-            out[i] = -1 if p is None else p
-    return out
-
-
-def _feed(env, wl: KafkaWorkload, rng, publish_msg, acked):
-    gap = wl.interval_ms / 1e3
-    n = wl.n_messages
-    if wl.feed == "closed_loop":
-        def sender(first):
+        def sender(first: int):
+            sink = sinks[first % len(sinks)]
             for msg in range(first, n, wl.senders):
-                acked[msg] = env.event()
-                waiter = acked[msg]
-                publish_msg(msg)
+                waiter = self.acked[msg] = env.event()
+                self._stamp(msg)
+                sink(msg)
                 yield waiter
                 if gap:
-                    yield env.timeout(ticks(gap))
+                    yield env.timeout(gap)
         yield env.all_of([env.process(sender(s)) for s in range(min(wl.senders, n))])
-        return
-    msg, scheduled = 0, 0.0
-    while msg < n:
-        count = wl.burst_size if wl.feed == "bursts" else 1
-        for _ in range(min(count, n - msg)):
-            publish_msg(msg)
-            msg += 1
-        if msg < n:
-            # the schedule is summed, then put on the clock's microseconds: message 40 of a
-            # 25 ms feed comes at 1 s exactly (clock.py)
-            scheduled += (rng.exponential(gap) if wl.feed == "poisson" else
-                          wl.gaps_ms[msg - 1] / 1e3 if wl.feed == "trace" else gap)
-            yield env.timeout(max(0.0, ticks(scheduled) - env.now))
 
+    # ------------------------------------------------------------------ the run
+    def run(self) -> KafkaRun:
+        self._wire()
+        if self.n:
+            self.env.run(until=self.all_done)
+        clients = self.clients
 
-_QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
-METRICS = ("latency_mean_s", *(f"latency_{q}_s" for q, _ in _QUANTILES), "latency_max_s",
-           "requests", "records_per_request", "outer_flushes", "duration_s")
-"""Every metric of a Kafka case (see the module docstring)."""
+        def joined(name: str, dtype: Any) -> np.ndarray:
+            arrays = [np.frombuffer(getattr(c, name), dtype) for c in clients]
+            return np.concatenate(arrays) if len(arrays) > 1 else arrays[0].copy()
 
-
-def latency_metrics(latency: np.ndarray) -> dict[str, float]:
-    """Mean, percentiles (``method="lower"``, the published rule) and maximum, seconds."""
-    m = {"latency_mean_s": float(latency.mean())}
-    for name, q in _QUANTILES:
-        m[f"latency_{name}_s"] = float(np.quantile(latency, q, method="lower"))
-    m["latency_max_s"] = float(latency.max())
-    return m
+        offsets = np.cumsum([0] + [c.requests for c in clients])[:-1]
+        request = self.carried
+        if len(clients) > 1:       # request ids per client -> one numbering
+            owner = self.arrivals.producer if self.arrivals is not None else \
+                np.arange(self.n) % self.case.workload.senders % len(clients)
+            request = self.carried + offsets[owner]
+        end = self.env.now
+        cpu = sum(b.cpu_s for b in self.brokers) if self.brokers else float("nan")
+        for times in (self.publish, self.consume, self.produced):
+            times *= S_PER_TICK
+        producer = None
+        if len(clients) > 1:
+            producer = (self.arrivals.producer.astype(np.int64) if self.arrivals is not None
+                        else np.arange(self.n) % self.case.workload.senders % len(clients))
+        return KafkaRun(
+            case=self.case, seed=self.seed, publish_s=self.publish,
+            consume_s=self.consume, produce_s=self.produced,
+            partition=self.parts, request=request, append_order=self.order,
+            publish_order_=self.publish_order, producer=producer,
+            request_broker=joined("request_broker", np.int64),
+            request_records=joined("request_records", np.int64),
+            request_sent_s=joined("request_sent", np.float64),
+            request_acked_s=joined("request_acked", np.float64),
+            outer_flushes=self.flushes, requests=sum(c.requests for c in clients),
+            end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu)
 
 
 class KafkaEngine:
@@ -321,37 +398,130 @@ class KafkaEngine:
         return simulate(case, seed, bounds=bounds)
 
     def run_metrics(self, run: KafkaRun) -> dict[str, float]:
-        m = latency_metrics(run.latency_s)
+        m = km.latency_metrics(run.latency_s)
+        m.update(self._producer_metrics(run))
+        n = run.publish_s.size
         m["requests"] = float(run.requests)
-        m["records_per_request"] = run.case.workload.n_messages / run.requests
+        m["records_per_request"] = n / run.requests if run.requests else float("nan")
         m["outer_flushes"] = float(run.outer_flushes)
-        m["duration_s"] = run.end_s
+        m["duration_s"] = float(run.end_s)
+        m["throughput_msgs_per_s"] = n / run.end_s if run.end_s > 0 else float("nan")
+        m["broker_cpu_cores"] = (run.broker_cpu_s / run.end_s + run.case.broker.idle_cores
+                                 if run.end_s > 0 and np.isfinite(run.broker_cpu_s) else 0.0)
+        return m
+
+    @staticmethod
+    def _producer_metrics(run: KafkaRun) -> dict[str, float]:
+        ack = run.ack_s
+        request = run.request_acked_s - run.request_sent_s
+        k = run.case.workload.producers
+        m: dict[str, float] = {}
+        for name, start in (("producer", run.publish_s), ("client", run.produce_s)):
+            waited = ack - start
+            m[f"{name}_latency_p50_s"] = km.quantile(waited, 0.5)
+            m[f"{name}_latency_p99_s"] = km.quantile(waited, 0.99)
+            del waited
+        m["request_latency_p50_s"] = km.quantile(request, 0.5)
+        m["request_latency_p99_s"] = km.quantile(request, 0.99)
+        m["request_latency_max_s"] = float(request.max()) if request.size else float("nan")
+        span = run.end_s
+        m["outer_buffered_mean"], m["outer_buffered_max"] = km.per_producer(
+            run.producer, k, run.publish_s, run.produce_s, span)
+        m["outer_gauge_mean"], m["outer_gauge_max"] = km.gauge_per_producer(
+            run.producer, k, run.publish_s, run.produce_s)
+        m["client_buffered_mean"], m["client_buffered_max"] = km.per_producer(
+            run.producer, k, run.produce_s, ack, span)
         return m
 
     def pool(self, run: KafkaRun) -> dict[str, np.ndarray]:
         return {"latency": run.latency_s}
 
     def pooled_metrics(self, pools: list[dict[str, np.ndarray]]) -> dict[str, float]:
-        return latency_metrics(np.concatenate([p["latency"] for p in pools]))
+        return km.latency_metrics(np.concatenate([p["latency"] for p in pools]))
 
     def headline_for(self, summaries: list[Any]) -> tuple[str, ...]:
         return self.headline
 
     def scaled_load(self, case: KafkaCase, factor: float) -> dict[str, Any]:
-        """Messages ``factor`` times as fast (the gaps divided by it), or ``factor`` times
-        the closed-loop senders."""
+        """Messages ``factor`` times as fast (rates times it, gaps divided by it), or
+        ``factor`` times the closed-loop senders."""
         wl = case.workload
         if wl.feed == "closed_loop":
             return {"workload.senders": max(1, round(wl.senders * factor))}
         if wl.feed == "trace":
             return {"workload.gaps_ms": tuple(g / factor for g in wl.gaps_ms)}
-        return {"workload.interval_ms": wl.interval_ms / factor}
+        out: dict[str, Any] = {}
+        if wl.rate_per_s is not None:
+            out["workload.rate_per_s"] = wl.rate_per_s * factor
+        elif wl.rate_per_partition_per_s is not None:
+            out["workload.rate_per_partition_per_s"] = wl.rate_per_partition_per_s * factor
+        else:
+            out["workload.interval_ms"] = (25.0 if wl.interval_ms is None
+                                           else wl.interval_ms) / factor
+        if any(s.rate_per_s is not None or s.rate_per_partition_per_s is not None
+               for s in wl.steps):
+            out["workload.steps"] = [_scaled_step(s, factor) for s in wl.steps]
+        return out
 
     def work(self, case: KafkaCase) -> Work:
-        n, parts = case.workload.n_messages, case.producer.n_partitions
-        return Work(events=8.0 * n, memory_bytes=300.0 * n + 200.0 * parts,
-                    driver="workload.n_messages" if n >= parts else "producer.n_partitions",
-                    value=n if n >= parts else parts)
+        """Events and record memory of a run: per message for the message-level engine;
+        per batch, request and linger for the aggregated one (a message then costs only
+        its share of vector arithmetic, counted as a tenth of an event)."""
+        wl, cfg = case.workload, case.producer
+        n = wl.messages_estimate(cfg.n_partitions)
+        parts = cfg.n_partitions
+        driver, value = ("workload.n_messages", n) if n >= parts else \
+            ("producer.n_partitions", parts)
+        if wl.n_messages is None and n >= parts:
+            driver, value = _duration_driver(wl)
+        memory = 120.0 * n + 400.0 * parts * wl.producers
+        if not case.aggregated:
+            return Work(events=8.0 * n, memory_bytes=memory, driver=driver, value=value)
+        events = 0.1 * n + _batch_events(case, n)
+        return Work(events=events, memory_bytes=memory, driver=driver, value=value)
+
+
+def _scaled_step(step: RateStep, factor: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"duration_s": step.duration_s}
+    if step.rate_per_s is not None:
+        out["rate_per_s"] = step.rate_per_s * factor
+    elif step.rate_per_partition_per_s is not None:
+        out["rate_per_partition_per_s"] = step.rate_per_partition_per_s * factor
+    elif step.factor is not None:
+        out["factor"] = step.factor
+    return out
+
+
+def _duration_driver(wl: KafkaWorkload) -> tuple[str, Any]:
+    if wl.steps:
+        return "workload.steps", f"{len(wl.steps)} steps"
+    if wl.duration_s is not None:
+        return "workload.duration_s", wl.duration_s
+    return "workload.n_messages", wl.count_hint
+
+
+def _batch_events(case: KafkaCase, n: int) -> float:
+    """Events of the aggregated engine beyond its vector work: outer flushes, client
+    lingers and requests (each at most one per message), background load."""
+    wl, cfg, outer = case.workload, case.producer, case.outer
+    duration = max(wl.duration_estimate_s, 1e-3)
+    linger = max(cfg.linger_s, 1e-4)
+    if outer.linger_ms is None:
+        chunks = float(n) / (wl.burst_size if wl.feed == "bursts" else 1)
+    else:
+        chunks = min(float(n), n / outer.effective_max_batch
+                     + duration / max(outer.effective_linger_s, 1e-4))
+    # per chunk: a linger or a drain per partition touched; per linger period a request
+    touched = min(float(cfg.n_partitions), n / max(chunks, 1.0))
+    requests = min(float(n), chunks * cfg.n_brokers + duration / linger * cfg.n_brokers
+                   * wl.producers)
+    background = 0.0
+    if case.broker.on:
+        b = case.broker
+        background = duration * cfg.n_brokers * (
+            b.background_records_per_s / b.background_records_per_request
+            + b.background_cores / (b.background_job_ms / 1e3)) * 4
+    return 6.0 * chunks + 2.0 * chunks * touched + 8.0 * requests + background
 
 
 ENGINE = register(KafkaEngine())

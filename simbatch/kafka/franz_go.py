@@ -38,6 +38,12 @@ Read in twmb/franz-go v1.20.6 (teranode's pin), ``pkg/kgo``:
 * **F6/F7** batches cut at ``ProducerBatchMaxBytes`` (default 1,000,012 bytes); keys hashed
   with murmur2, keyless records by the ``UniformBytesPartitioner`` (see ``partitioners``).
 
+Chunks (an outer batcher's flush handed over at one instant): ``_chunk_added`` replays, in
+record order, only the records that change a partition's state (its first record of the
+chunk, which starts a linger or asks for a drain, and the record that opens its second
+unsent batch, which asks for a drain): the same timers and drain hops, scheduled in the same
+order, as record after record.
+
 Simplifications: the request size limit (``maxBrokerWriteBytes``, 100 MiB) and the
 rotation of the first partition per request are not modelled; no retries.
 """
@@ -72,6 +78,28 @@ class FranzGo(Client):
             self._maybe_drain(self.broker_of(p), hops=1)
         elif not self._lingering[p]:
             self._start_linger(p)
+
+    chunk_exact = True
+
+    def _chunk_added(self, touched: list[tuple[int, int, int, list[int]]]) -> None:
+        events: list[tuple[int, int, int]] = []         # (position, 0 start / 1 drain, p)
+        for first, p, before, opened in touched:
+            unsent = before + (1 if opened and opened[0] == first else 0)
+            if self.linger == 0 or unsent >= 2 or self.blocked:
+                events.append((first, 1, p))
+                continue
+            if not self._lingering[p]:
+                events.append((first, 0, p))
+            j = max(0, 1 - before)        # the opening after which two batches are unsent
+            if j < len(opened):
+                events.append((opened[j], 1, p))
+        events.sort()
+        for _, kind, p in events:
+            if kind == 0:
+                self._start_linger(p)
+            else:
+                self._stop_linger(p)
+                self._maybe_drain(self.broker_of(p), hops=1)
 
     def _blocked_now(self) -> None:
         for broker in range(self.config.n_brokers):                     # F2

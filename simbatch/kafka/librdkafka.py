@@ -67,7 +67,7 @@ class Librdkafka(Client):
         if not batches or self._is_due[p]:
             return
         first = batches[0]
-        if len(batches) >= 2 or len(first.records) >= self.count_cap or \
+        if len(batches) >= 2 or first.n >= self.count_cap or \
                 first.bytes >= self.byte_cap or self.expired(first):
             self._is_due[p] = True
             self._wake_gen[p] += 1

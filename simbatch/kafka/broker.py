@@ -1,0 +1,207 @@
+"""The broker's CPU (``[broker]``): produce requests served by the broker's threads on its
+cores, so that the append time follows from the queue.
+
+A Kafka broker (``core/.../network/SocketServer.scala``, ``KafkaRequestHandler.scala``)
+reads a request on one of its ``num.network.threads`` network threads, queues it for one of
+its ``num.io.threads`` request-handler (I/O) threads, which appends it to the log, and sends
+the response back on the network thread; a connection is muted from the moment its request
+is read until its response is sent (``Processor.processCompletedReceives`` /
+``processNewResponses``), so one connection's requests are served one after another. All
+threads run on the machine's ``cores``.
+
+Here a produce request costs ``request_cpu_us + record_cpu_us x records + byte_cpu_ns x
+bytes`` of CPU, the consumer's fetch of its records included (each was measured as the
+broker JVM's CPU time, ``/proc/PID/stat``, over calibration runs:
+``validate/calibrate_kafka.py``). ``fetch_share`` of it is the fetch: a job on the
+consumer's connection (muted too), after the append, off the producer's path; the rest is
+the produce request. Of each, ``network_share`` of the per-request and per-byte cost runs on
+a network thread, the rest (and the per-record cost) on an I/O thread; each stage holds one
+thread of its pool and one core (FIFO, :class:`~simbatch.core.pool.FifoPool`). A request's
+time at the broker is its wait for the connection (muted), for a thread and a core, and its
+two stages.
+
+The measured round trip (``[producer] append_ms`` x a resampled ratio) was fitted on
+one-record requests at an idle broker, so it already holds one such request's service; with
+the broker's CPU on, a request is answered ``append_ms x ratio`` minus that service after the
+broker is done with it: at an idle broker a one-record request takes exactly what it took
+without the CPU model, and every record beyond, every byte and every wait adds to it.
+
+Other load on the broker's cores (``[broker]``): ``background_records_per_s`` (other
+clients' produce traffic on each broker, Poisson requests of
+``background_records_per_request`` records, each on its own connection, at the same costs)
+and ``background_cores`` (other processes on the machine: Poisson jobs of
+``background_job_ms`` holding one core). ``idle_cores``: what the JVM burns besides requests
+(garbage collection, the compiler, the KRaft controller), in the CPU metric only.
+
+Simplifications: replication (the local broker and the scenarios here use one replica),
+the request queue's bound (``queued.max.requests``), the log's flush and page cache are
+not modelled; a network thread's share of a request is one stage before the append.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Annotated
+
+import numpy as np
+import simpy
+
+from ..core.config import NONE_WORD, Float, NonNeg, PosFloat, PosInt, Rule, at, config
+from ..core.pool import FifoPool
+from .clock import ticks
+
+
+@config
+class BrokerConfig:
+    """The broker's CPU (``[broker]``, module docstring); ``cores = "none"`` (the default):
+    no CPU model, the fitted round trip alone.
+
+    Examples
+    --------
+    >>> cpu = BrokerConfig(cores=2, request_cpu_us=300, record_cpu_us=2)
+    >>> round(cpu.service_s(10, 3000) * 1e6), round(cpu.produce_s(10, 3000) * 1e6)   # us
+    (320, 160)
+    """
+
+    cores: Annotated[PosInt | None, NONE_WORD] = None
+    network_threads: PosInt = 3
+    io_threads: PosInt = 8
+    request_cpu_us: NonNeg = 0.0
+    record_cpu_us: NonNeg = 0.0
+    byte_cpu_ns: NonNeg = 0.0
+    network_share: Annotated[Float, at.Ge(0), at.Le(1)] = 0.5
+    fetch_share: Annotated[Float, at.Ge(0), at.Lt(1)] = 0.5
+    idle_cores: NonNeg = 0.0
+    background_records_per_s: NonNeg = 0.0
+    background_records_per_request: PosInt = 100
+    background_cores: NonNeg = 0.0
+    background_job_ms: PosFloat = 1.0
+    RULES = (Rule("background_cores", "below cores (the broker needs some of them)",
+                  lambda b: b.cores is None or b.background_cores < b.cores),)
+
+    @property
+    def on(self) -> bool:
+        return self.cores is not None
+
+    def stages_s(self, records: int, n_bytes: float, share: float = 1.0
+                 ) -> tuple[float, float]:
+        """(network-thread seconds, I/O-thread seconds) of ``share`` of a request's cost."""
+        shared = (self.request_cpu_us * 1e-6 + self.byte_cpu_ns * 1e-9 * n_bytes) * share
+        network = self.network_share * shared
+        return network, shared - network + self.record_cpu_us * 1e-6 * records * share
+
+    def service_s(self, records: int, n_bytes: float) -> float:
+        """CPU seconds of a request of ``records`` records and ``n_bytes`` bytes, its fetch
+        included."""
+        network, io = self.stages_s(records, n_bytes)
+        return network + io
+
+    def produce_s(self, records: int, n_bytes: float) -> float:
+        """CPU seconds of the produce request alone (on the producer's connection)."""
+        return self.service_s(records, n_bytes) * (1.0 - self.fetch_share)
+
+
+class Broker:
+    """One broker's threads and cores; ``submit(records, bytes, done)`` serves a request and
+    calls ``done()`` when the broker is through with it."""
+
+    def __init__(self, env: simpy.Environment, config: BrokerConfig,
+                 rng: np.random.Generator | None = None) -> None:
+        assert config.cores is not None
+        self.env = env
+        self.config = config
+        self.cores = FifoPool(env, config.cores)
+        self.network = FifoPool(env, config.network_threads)
+        self.io = FifoPool(env, config.io_threads)
+        self.cpu_s = 0.0                    # broker work (requests), seconds
+        self.rng = rng
+        self._fetches: deque[tuple[int, float]] = deque()     # the consumer's connection
+        self._fetching = False
+
+    def submit(self, records: int, n_bytes: float, done: Callable[[], None]) -> None:
+        """Serve a produce request; ``done()`` when its append is through (then its
+        records' fetch queues on the consumer's connection)."""
+        cfg = self.config
+        network, io = cfg.stages_s(records, n_bytes, 1.0 - cfg.fetch_share)
+        self.cpu_s += network + io
+
+        def appended() -> None:
+            if cfg.fetch_share > 0:
+                self._fetches.append((records, n_bytes))
+                if not self._fetching:
+                    self._fetch_next()
+            done()
+
+        self._stage(self.network, ticks(network),
+                    lambda: self._stage(self.io, ticks(io), appended))
+
+    def _fetch_next(self) -> None:
+        records, n_bytes = self._fetches.popleft()
+        network, io = self.config.stages_s(records, n_bytes, self.config.fetch_share)
+        self.cpu_s += network + io
+        self._fetching = True
+
+        def fetched() -> None:
+            self._fetching = False
+            if self._fetches:
+                self._fetch_next()
+
+        self._stage(self.network, ticks(network),
+                    lambda: self._stage(self.io, ticks(io), fetched))
+
+    def _stage(self, threads: FifoPool, duration: float, then: Callable[[], None]) -> None:
+        def on_thread() -> None:
+            self.cores.acquire(on_core)
+
+        def on_core() -> None:
+            self.env.timeout(duration).callbacks.append(finish)
+
+        def finish(_event: simpy.Event) -> None:
+            self.cores.release()
+            threads.release()
+            then()
+
+        threads.acquire(on_thread)
+
+    def start_background(self, record_bytes: float) -> None:
+        """Start the other load (module docstring), drawn from ``rng``."""
+        cfg = self.config
+        if cfg.background_records_per_s > 0:
+            rate = cfg.background_records_per_s / cfg.background_records_per_request
+            n = cfg.background_records_per_request
+            self.env.process(self._poisson(rate, lambda: self._background_request(
+                n, n * record_bytes)))
+        if cfg.background_cores > 0:
+            job = ticks(cfg.background_job_ms / 1e3)
+            rate = cfg.background_cores / (cfg.background_job_ms / 1e3)
+            self.env.process(self._poisson(rate, lambda: self.cores.acquire(
+                lambda: self.env.timeout(job).callbacks.append(
+                    lambda _e: self.cores.release()))))
+
+    def _background_request(self, records: int, n_bytes: float) -> None:
+        """Another client's request, on its own connection, its fetch included."""
+        network, io = self.config.stages_s(records, n_bytes)
+        self.cpu_s += network + io
+        self._stage(self.network, ticks(network),
+                    lambda: self._stage(self.io, ticks(io), _nothing))
+
+    def _poisson(self, rate_per_s: float, arrive: Callable[[], None]):
+        assert self.rng is not None
+        mean = 1.0 / rate_per_s
+        while True:
+            gaps = self.rng.exponential(mean, 1024)
+            for gap in gaps:
+                yield self.env.timeout(ticks(float(gap)))
+                arrive()
+
+    def cpu_cores(self, span_s: float) -> float:
+        """Cores the broker's JVM kept busy over ``span_s`` seconds (requests and idle)."""
+        return self.cpu_s / span_s + self.config.idle_cores if span_s > 0 else float("nan")
+
+
+def _nothing() -> None:
+    return None
+
+
+__all__ = ["Broker", "BrokerConfig"]
