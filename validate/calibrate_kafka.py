@@ -5,8 +5,9 @@ predict, compare.
 [--from-csv]`` uses the broker named by ``SIMBATCH_KAFKA_BOOTSTRAP=host:port`` (a user's
 cluster), else starts the local one (validate/kafka_broker.py); warms it up with a discarded
 load; measures every configuration of :data:`CONFIGS` (the full grid: 37 minutes on the
-project's 2-vCPU VM) or :data:`CI_CONFIGS` (``--ci``: the subset the test suite runs,
-validate/test_kafka_calibration.py: 5.3 minutes), each run just after a run of its client's
+project's 2-vCPU VM, and 9.5 more for the dense CPU configurations) or :data:`CI_CONFIGS`
+(``--ci``: the subset the test suite runs, validate/test_kafka_calibration.py: 5.3 minutes
+before the dense CPU configuration), each run just after a run of its client's
 fit configuration, until it has ``REPEATS`` quiet pairs, serially (noisy runs of a shared VM
 are re-measured, see ``STEAL_MAX``); writes one CSV per kept run; fits each client's system
 parameters; writes the models/ files with provenance; and prints measured beside predicted
@@ -50,9 +51,30 @@ no configuration has its own correction. librdkafka's fit is ``models/kafka-loop
 (the one the R2 scenarios load), the others ``models/kafka-loopback-franz-go.toml`` and
 ``models/kafka-loopback-java.toml``.
 
+The broker's CPU (issue 14; ``[broker]``, simbatch/kafka/broker.py): the dense
+multi-partition configurations (``linger10-pP-Rps-dense``: P = 8, 32, R = 250 to 2000 msg/s,
+:data:`CPU_CONFIGS`) are predicted with the broker's CPU on, its costs fitted on another
+configuration, :data:`CPU_FIT` (4 partitions at 1000 msg/s), whose run is measured just before
+each of theirs (after the fit run): the broker JVM's CPU time (``/proc/PID/stat``) over the
+timed span less its idle CPU (over the harness's warm-up pause) per produce request the model
+sends for that run (:func:`fit_broker`; the model's count is within ~3 % of librdkafka's own,
+``produce_requests``). Each is judged on p50, p99 and the broker's CPU (cores over the run)
+with issue 14's tolerance. The broker runs on this VM's 2 vCPUs beside the Python harness and
+whatever neighbours run; that load is not a reservation in the model (``background_cores``
+0): Linux's scheduler lets a waking broker thread preempt a CPU-bound task within its
+wake-up granularity, and a neighbour takes what is left (modelled as fixed 1 ms jobs holding
+a core, the ~1.4 cores of other load measured in a run saturated the model's broker at
+1000 msg/s while the real one answered at linger + 1 ms). What this leaves out, measured:
+the consumer's fetches coalesce at high rates (at 2000 msg/s over 32 partitions, ~3000
+Fetch requests for ~5400 Produce, against about one each at 250 msg/s), which the model's
+per-request cost, fetch included, does not follow; and the tail: measured p99 is 20-70 ms
+where the model, from the fit run's append spread, says 13-26 (the harness's own threads
+under the GIL and the VM's neighbours at this rate, see the tests' xfail reasons).
+
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
-once, and the fits), building the Go and Java harnesses itself and skipping, with the reason,
-a client whose tool (``go``, ``mvn``/``java``) is missing; the full grid is this script.
+once, the fits, and one dense multi-partition configuration), building the Go and Java
+harnesses itself and skipping, with the reason, a client whose tool (``go``,
+``mvn``/``java``) is missing; the full grid is this script.
 """
 
 from __future__ import annotations
@@ -76,6 +98,17 @@ PREFIX = {"librdkafka": "", "franz-go": "franz-go-", "java": "java-"}
 FIT = {client: f"{PREFIX[client]}linger0-p1-sparse" for client in CLIENTS}
 FIT_CONFIG = FIT["librdkafka"]
 SPARSE = {"n_messages": 200, "interval_ms": 25}
+
+
+CPU_FIT = "linger10-p4-1000ps-fit"
+"""Where the broker's CPU costs are fitted (:func:`fit_broker`): 4 partitions, 1000 msg/s,
+linger 10 ms (the broker JVM at ~0.3-0.4 of the 2 vCPUs here), measured just before each
+run of a CPU configuration (the JVM's costs drift down by up to 2x over its first minutes
+as its JIT compiler works)."""
+DENSE_RATES = (250, 500, 1000, 2000)
+"""Messages per second of the dense multi-partition configurations (issue 14): measured
+here, the broker JVM went from ~0.1 to ~0.6 of the 2 vCPUs, and the machine (the broker,
+the Python harness and the neighbours) to all of them, at 2000."""
 
 
 def _configs() -> dict[str, HarnessConfig]:
@@ -109,6 +142,14 @@ def _configs() -> dict[str, HarnessConfig]:
         linger_ms=10, n_partitions=1)
     add("librdkafka", "outer10-linger10-p8-dense", n_messages=300, feed="poisson",
         interval_ms=2, linger_ms=10, n_partitions=8, outer_linger_ms=10)
+    # Issue 14: dense multi-partition feeds from an idle broker towards this machine's limit
+    # (4 s of Poisson traffic each), predicted with the broker's CPU (see CPU_CONFIGS).
+    for parts in (8, 32):
+        for rate in DENSE_RATES:
+            add("librdkafka", f"linger10-p{parts}-{rate}ps-dense", n_messages=4 * rate,
+                feed="poisson", interval_ms=1000 / rate, linger_ms=10, n_partitions=parts)
+    add("librdkafka", CPU_FIT, n_messages=4000, feed="poisson", interval_ms=1, linger_ms=10,
+        n_partitions=4)
     return out
 
 
@@ -116,15 +157,33 @@ CONFIGS: dict[str, HarnessConfig] = _configs()
 CI_CONFIGS = (FIT["librdkafka"], "linger1000-p32-sparse", "linger10-p8-sparse",
               FIT["franz-go"], "franz-go-linger1000-p32-sparse",
               "franz-go-deadline100-linger10-p32-sparse",
-              FIT["java"], "java-linger1000-p32-sparse")
+              FIT["java"], "java-linger1000-p32-sparse", "linger10-p32-1000ps-dense")
 """The subset the test suite measures: each client at linger 1 s and P = 32 (where
 librdkafka's one-partition requests part from the others' broker-wide drains), librdkafka at
-linger 10 ms, the deadline outer batcher once, and the three fits."""
+linger 10 ms, the deadline outer batcher once, the three fits, and the dense feed at
+1000 msg/s over 32 partitions with the broker's CPU (last, on a warmed broker; ~80 s: a
+fit run, a CPU fit run and its own, three times). Its 8-partition twin is in the full grid
+only: it would add as much again, and its CPU (+2 %, +22 %, +39 % in three sessions) and
+p99 straddle the tolerance (see the module docstring)."""
+
+
+LOCAL_CORES = os.cpu_count() or 1
+"""The local broker's cores: the machine's (2 vCPUs here), shared with the harness."""
+CPU_CONFIGS = tuple(n for n, c in CONFIGS.items() if n.endswith("ps-dense"))
+"""The dense multi-partition configurations: predicted with the broker's CPU on (its costs
+fitted on :data:`CPU_FIT`'s run measured just before, see :func:`fit_broker`) and judged by
+issue 14's tolerance on p50, p99 and the broker JVM's CPU (see :func:`within`)."""
 
 
 def fit_config(name: str) -> str:
     """The fit configuration of ``name``'s client."""
     return FIT[CONFIGS[name].client]
+
+
+def fit_configs(name: str) -> tuple[str, ...]:
+    """What is measured just before each run of ``name``: its client's fit configuration,
+    and for a CPU configuration :data:`CPU_FIT` too."""
+    return (fit_config(name),) + ((CPU_FIT,) if name in CPU_CONFIGS else ())
 
 
 RATIO_FLOOR_S = 1e-5
@@ -226,12 +285,34 @@ def fit(runs: list[np.ndarray]) -> Fitted:
     models/ file). A broker or VM pause is a clustered event in one run, not per-message
     jitter, so pooling runs would turn one run's pause into an every-request tail."""
     p99 = [percentile(r["latency_s"][kept(r)], 0.99) for r in runs]
-    rec = runs[int(np.argsort(p99)[len(p99) // 2])]
-    rec = rec[kept(rec)]
+    whole = runs[int(np.argsort(p99)[len(p99) // 2])]
+    rec = whole[kept(whole)]
     first_sign = np.fmin(rec["ack_s"], rec["consume_s"])
     append_ms, append_ratios = _spread(first_sign - rec["produce_s"])
     fetch_ms, fetch_ratios = _spread(rec["consume_s"] - first_sign)
     return Fitted(append_ms, append_ratios, fetch_ms, fetch_ratios)
+
+
+def fit_broker(rec: np.ndarray, fitted: Fitted, seeds: int = 3) -> dict:
+    """The model's ``[broker]`` fitted on run ``rec`` of :data:`CPU_FIT` (``fitted``: the
+    append and fetch of the fit run measured with it): ``idle_cores`` is the broker JVM's
+    CPU per second over the harness's warm-up pause (clients connected, no traffic: the
+    consumer's empty long-polls, the JVM's own threads); what it burnt beyond that over the
+    timed span, divided by the produce requests the model sends for that run (mean over
+    ``seeds``), is ``request_cpu_us``: a produce request with the consumer's fetch of its
+    records. Per record and per byte: not identifiable from one configuration of 256-byte
+    messages (records per request and bytes per record do not vary enough), so 0; the
+    per-request cost holds them at this configuration's ~2 records per request."""
+    from simbatch.core.streams import replication_seed
+    from simbatch.kafka import simulate as simulate_kafka
+
+    case = model_case(CPU_FIT, CONFIGS[CPU_FIT], fitted)
+    requests = np.mean([simulate_kafka(case, replication_seed(2, s)).requests
+                        for s in range(seeds)])
+    idle = float(rec["broker_idle_cores"][0])
+    work = float(rec["broker_cpu_s"][0] - idle * rec["timed_s"][0])
+    return {"cores": LOCAL_CORES, "request_cpu_us": round(work / requests * 1e6, 2),
+            "idle_cores": round(idle, 4)}
 
 
 def producer_settings(client: str, cfg: HarnessConfig) -> dict:
@@ -247,34 +328,29 @@ def producer_settings(client: str, cfg: HarnessConfig) -> dict:
     return {"semantics": "java", "java_version": "3", "max_buffered_records": 100_000}
 
 
-def model_case(name: str, cfg: HarnessConfig, fitted: Fitted):
+def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, broker: dict | None = None):
     """The model of configuration ``cfg``: its client's semantics and harness settings, its
     keys (``k-<name>-<i>``, the harness's label), its feed replaying the harness's schedule
     (``feed = "trace"``, the seeded gaps every run of the harness follows)."""
-    from simbatch.kafka import (
-        ConsumerConfig,
-        KafkaCase,
-        KafkaProducerConfig,
-        KafkaWorkload,
-        OuterBatcherConfig,
-    )
+    import simbatch.kafka as sk
 
-    return KafkaCase(
+    return sk.KafkaCase(
         name=name,
-        workload=KafkaWorkload(n_messages=cfg.n_messages, message_bytes=cfg.message_bytes,
-                               feed="trace",
-                               gaps_ms=tuple(scheduled_gaps_s(cfg)[:-1] * 1e3)),
-        outer=OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, timer=cfg.outer_timer,
-                                 max_batch=cfg.outer_max_batch),
-        producer=KafkaProducerConfig(
+        workload=sk.KafkaWorkload(n_messages=cfg.n_messages, message_bytes=cfg.message_bytes,
+                                  feed="trace",
+                                  gaps_ms=tuple(scheduled_gaps_s(cfg)[:-1] * 1e3)),
+        outer=sk.OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, timer=cfg.outer_timer,
+                                    max_batch=cfg.outer_max_batch),
+        producer=sk.KafkaProducerConfig(
             linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions,
             append_ms=fitted.append_ms, append_ratios=fitted.append_ratios,
             **producer_settings(cfg.client, cfg)),
-        consumer=ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios))
+        consumer=sk.ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios),
+        broker=sk.BrokerConfig(**(broker or {})))
 
 
-def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], masks: list[np.ndarray],
-            per_run: int = 9) -> dict:
+def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.ndarray],
+            brokers: list[dict] | None = None, per_run: int = 9) -> dict:
     """The measurement procedure in the model: simulated run k follows the harness's feed
     schedule and draws its noise from fit run k; its figure is the median over ``per_run``
     simulated runs of their own percentiles, and each figure is the median over k.
@@ -292,25 +368,50 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], masks: list[np.
     -20 % with the model's own draw, -1 % with the schedule). The schedule, not the recorded
     publish times: when the VM pauses the harness, the feed publishes late but the real
     debounce timer is paused with it, so a recorded gap is not a gap the batcher saw.
-    ``masks[k]``: the messages measured run k is judged on; the same are kept here."""
+    ``runs[k]``: measured run k; the messages it is judged on (:func:`kept`) are kept here.
+    ``brokers[k]``: the model's ``[broker]`` for run k (:func:`fit_broker`), whose CPU is
+    then predicted too (``broker_cpu``, cores over the run)."""
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate as simulate_kafka
+    from simbatch.kafka.engine import ENGINE
 
+    cpu = brokers is not None
     figures: dict[str, list[float]] = {"p50": [], "p99": []}
-    for k, (f, mask) in enumerate(zip(fitted, masks, strict=True)):
-        case = model_case(name, cfg, f)
-        runs = [simulate_kafka(case, replication_seed(1, k * per_run + r)).latency_s[mask]
+    if cpu:
+        figures["broker_cpu"] = []
+    for k, (f, rec) in enumerate(zip(fitted, runs, strict=True)):
+        case = model_case(name, cfg, f, brokers[k] if brokers is not None else None)
+        mask = kept(rec)
+        sims = [simulate_kafka(case, replication_seed(1, k * per_run + r))
                 for r in range(per_run)]
-        figures["p50"].append(float(np.median([percentile(lat, 0.5) for lat in runs])))
-        figures["p99"].append(float(np.median([percentile(lat, 0.99) for lat in runs])))
+        figures["p50"].append(float(np.median([percentile(s.latency_s[mask], 0.5)
+                                               for s in sims])))
+        figures["p99"].append(float(np.median([percentile(s.latency_s[mask], 0.99)
+                                               for s in sims])))
+        if cpu:
+            figures["broker_cpu"].append(float(np.median(
+                [ENGINE.run_metrics(s)["broker_cpu_cores"] for s in sims])))
     return {q: float(np.median(v)) for q, v in figures.items()}
 
 
-def within(predicted: float, measured: float) -> bool:
-    """Issue 12's tolerance: 15 %, or 5 ms where the measured figure is under 50 ms."""
-    allowed = 0.15 * measured
-    if measured < 0.050:
-        allowed = max(allowed, 0.005)
+def measured_cpu(runs: list[np.ndarray]) -> float:
+    """The broker JVM's CPU over a run (cores: CPU seconds per second of the timed span),
+    median over runs."""
+    return float(np.median([r["broker_cpu_s"][0] / r["timed_s"][0] for r in runs]))
+
+
+def within(predicted: float, measured: float, name: str | None = None,
+           metric: str = "p50") -> bool:
+    """Issue 12's tolerance: 15 %, or 5 ms where the measured figure is under 50 ms; for
+    the CPU configurations (:data:`CPU_CONFIGS`) issue 14's: 25 %, or 5 ms where the
+    measured figure is under 20 ms, and the broker's CPU within 25 %."""
+    if name in CPU_CONFIGS:
+        share, floor_below, floor = 0.25, (0.0 if metric == "broker_cpu" else 0.020), 0.005
+    else:
+        share, floor_below, floor = 0.15, 0.050, 0.005
+    allowed = share * measured
+    if measured < floor_below:
+        allowed = max(allowed, floor)
     return abs(predicted - measured) <= allowed
 
 
@@ -325,6 +426,7 @@ class Measured:
 
     runs: list[np.ndarray]
     fit_runs: list[np.ndarray]
+    cpu_fit_runs: list[np.ndarray] | None = None    # CPU_FIT's, for a CPU configuration
 
 
 def interleaved(names) -> list[str]:
@@ -339,7 +441,7 @@ def interleaved(names) -> list[str]:
 
 
 def measure(bootstrap: str | None, out_dir: Path, repeats: int = REPEATS,
-            names=None) -> dict[str, Measured]:
+            names=None, broker_pid: int | None = None) -> dict[str, Measured]:
     """Every configuration of ``names`` (default: all of :data:`CONFIGS`) in pairs,
     serially: a run of its client's fit configuration, then one of the configuration, until
     ``repeats`` quiet pairs (a first pass, then retries in turn, see FIRST_PASS). One CSV per
@@ -356,20 +458,23 @@ def measure(bootstrap: str | None, out_dir: Path, repeats: int = REPEATS,
     names = list(CONFIGS) if names is None else list(names)
     out_dir.mkdir(parents=True, exist_ok=True)
     run(bootstrap, WARMUP)
+    pid = {"broker_pid": broker_pid}
     DISCARDED.clear()
     KEPT.clear()
-    others = interleaved(n for n in names if n not in FIT.values())
-    pairs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in others}
+    others = interleaved(n for n in names if n not in FIT.values() and n != CPU_FIT)
+    # per attempt: (the fit run, the configuration's run, CPU_FIT's run or None)
+    pairs: dict[str, list[tuple]] = {name: [] for name in others}
 
     def pair_noise(pair):
-        return max(noise(pair[0]), noise(pair[1]))
+        return max(noise(r) for r in pair if r is not None)
 
     def quiet(name):
         return sum(pair_noise(pr) <= 1 for pr in pairs[name])
 
     def attempt(name):
-        pairs[name].append((run(bootstrap, CONFIGS[fit_config(name)]),
-                            run(bootstrap, CONFIGS[name])))
+        fits = [run(bootstrap, CONFIGS[f], **pid) for f in fit_configs(name)]
+        pairs[name].append((fits[0], run(bootstrap, CONFIGS[name], **pid),
+                            fits[1] if len(fits) > 1 else None))
         if pair_noise(pairs[name][-1]) > 1:
             time.sleep(NOISY_PAUSE_S)
 
@@ -387,16 +492,19 @@ def measure(bootstrap: str | None, out_dir: Path, repeats: int = REPEATS,
     results: dict[str, Measured] = {}
     for name in others:
         ranked = sorted(pairs[name], key=pair_noise)     # stable: quiet pairs first, in order
-        DISCARDED[name] = [(stalled_share(r), steal_share(r)) for _, r in ranked[repeats:]]
-        KEPT[name] = [(stalled_share(r), steal_share(r)) for _, r in ranked[:repeats]]
-        results[name] = Measured([r for _, r in ranked[:repeats]],
-                                 [f for f, _ in ranked[:repeats]])
-        for k, (f, r) in enumerate(ranked[:repeats]):
+        DISCARDED[name] = [(stalled_share(r), steal_share(r)) for _, r, _ in ranked[repeats:]]
+        KEPT[name] = [(stalled_share(r), steal_share(r)) for _, r, _ in ranked[:repeats]]
+        cpu_fits = [c for _, _, c in ranked[:repeats]] if name in CPU_CONFIGS else None
+        results[name] = Measured([r for _, r, _ in ranked[:repeats]],
+                                 [f for f, _, _ in ranked[:repeats]], cpu_fits)
+        for k, (f, r, c) in enumerate(ranked[:repeats]):
             write_csv(r, out_dir / f"{name}.run{k}.csv")
             write_csv(f, out_dir / f"{name}.run{k}.fit.csv")
+            if c is not None:
+                write_csv(c, out_dir / f"{name}.run{k}.cpufit.csv")
     for client, fit_name in FIT.items():
         fit_all = sorted((f for name in others if CONFIGS[name].client == client
-                          for f, _ in pairs[name]), key=noise)
+                          for f, _, _ in pairs[name]), key=noise)
         if not fit_all:
             continue
         DISCARDED[fit_name] = [(stalled_share(r), steal_share(r)) for r in fit_all[repeats:]]
@@ -420,15 +528,20 @@ def read_measurements(out_dir: Path, names=None) -> dict[str, Measured]:
             continue
         fits = [p.with_name(p.stem + ".fit.csv") for p in runs]
         is_fit = name in FIT.values()
+        if name in CPU_CONFIGS:
+            fits += [p.with_name(p.stem + ".cpufit.csv") for p in runs]
         missing = [str(f) for f in ([] if is_fit else fits) if not f.exists()]
         if not runs or missing:
             why = (f" paired with a fit run ({missing[0]} is missing: measured before runs "
                    "were paired?)" if missing else "")
             raise SystemExit(f"{out_dir}: no measurements of {name}{why}; measure again "
                              "without --from-csv")
+        cpu_fits = ([read_csv(p.with_name(p.stem + ".cpufit.csv")) for p in runs]
+                    if name in CPU_CONFIGS else None)
         results[name] = Measured([read_csv(p) for p in runs],
                                  [read_csv(p if is_fit else f)
-                                  for p, f in zip(runs, fits, strict=True)])
+                                  for p, f in zip(runs, fits[:len(runs)], strict=True)],
+                                 cpu_fits)
     if not results:
         raise SystemExit(f"{out_dir}: no measurements; measure again without --from-csv")
     return results
@@ -439,12 +552,19 @@ def compare(results: dict[str, Measured]) -> list[dict]:
     paired with it."""
     rows = []
     for name, m in results.items():
-        pred = predict(name, CONFIGS[name], fit_runs(m.fit_runs), [kept(r) for r in m.runs])
-        for q, p in (("p50", 0.5), ("p99", 0.99)):
-            measured = run_percentile(m.runs, p)
-            rows.append({"config": name, "metric": q, "measured_s": measured,
-                         "predicted_s": pred[q], "ok": within(pred[q], measured),
-                         "fitted_on": name in FIT.values()})
+        fitted = fit_runs(m.fit_runs)
+        brokers = None         # without the broker's CPU time (a user's cluster): no model
+        if m.cpu_fit_runs and all(np.isfinite(c["broker_cpu_s"][0]) for c in m.cpu_fit_runs):
+            brokers = [fit_broker(c, f) for c, f in zip(m.cpu_fit_runs, fitted, strict=True)]
+        pred = predict(name, CONFIGS[name], fitted, m.runs, brokers)
+        measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
+                    "broker_cpu": measured_cpu(m.runs)}
+        for q in pred:
+            rows.append({"config": name, "metric": q, "measured": measured[q],
+                         "predicted": pred[q], "ok": within(pred[q], measured[q], name, q),
+                         "fitted_on": name in FIT.values(),
+                         "load": float(np.median([r["load_avg"][0] for r in m.runs]))})
+        # load: the machine's 1-minute load average as the runs started (median)
     return rows
 
 
@@ -461,13 +581,15 @@ def table(rows: list[dict]) -> str:
 
     notes = [f"{name}: messages stalled > {STALL_S * 1e3:g} ms (left out) / CPU stolen, kept "
              f"runs {shares(KEPT[name])}" + note(name, d) for name, d in DISCARDED.items()]
-    lines = notes + ["| config | metric | measured ms | predicted ms | error | within |",
-             "|---|---|---:|---:|---:|---|"]
+    lines = notes + ["| config | metric | measured | predicted | error | within | load |",
+             "|---|---|---:|---:|---:|---|---:|"]
     for r in rows:
-        err = r["predicted_s"] / r["measured_s"] - 1
+        err = r["predicted"] / r["measured"] - 1
         tag = " (fit)" if r["fitted_on"] else ""
-        lines.append(f"| {r['config']}{tag} | {r['metric']} | {r['measured_s'] * 1e3:.2f} | "
-                     f"{r['predicted_s'] * 1e3:.2f} | {err:+.0%} | {'yes' if r['ok'] else 'NO'} |")
+        scale, unit = (1.0, " cores") if r["metric"] == "broker_cpu" else (1e3, " ms")
+        lines.append(f"| {r['config']}{tag} | {r['metric']} | {r['measured'] * scale:.2f}{unit}"
+                     f" | {r['predicted'] * scale:.2f}{unit} | {err:+.0%} | "
+                     f"{'yes' if r['ok'] else 'NO'} | {r['load']:.2f} |")
     return "\n".join(lines)
 
 
@@ -483,7 +605,7 @@ def directions(rows: list[dict]) -> list[dict]:
                 cfg = CONFIGS[r["config"]]
                 if (r["metric"] == "p50" and cfg.client == client and cfg.linger_ms == linger
                         and cfg.outer_linger_ms is None and cfg.feed == "periodic"):
-                    p50[cfg.n_partitions] = (r["measured_s"], r["predicted_s"])
+                    p50[cfg.n_partitions] = (r["measured"], r["predicted"])
             if 1 not in p50 or len(p50) < 2:
                 continue
             top = max(p50)
@@ -530,7 +652,36 @@ def model_path(models_dir: Path, client: str, bootstrap: str | None) -> Path:
     return models_dir / f"kafka-{host}{suffix}.toml"
 
 
-def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
+def fitted_broker(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
+    """The ``[broker]`` of a session: the median of each cost over every kept
+    :data:`CPU_FIT` run (each fitted with the fit run measured with it), and comment lines
+    saying on what, its spread and the load average; None without such runs."""
+    fits = [(fit_broker(c, f), c) for m in results.values() if m.cpu_fit_runs
+            for c, f in zip(m.cpu_fit_runs, fit_runs(m.fit_runs), strict=True)
+            if np.isfinite(c["broker_cpu_s"][0])]
+    if not fits:
+        return None
+    cost = np.array([b["request_cpu_us"] for b, _ in fits])
+    idle = np.array([b["idle_cores"] for b, _ in fits])
+    load = np.array([c["load_avg"][0] for _, c in fits])
+    broker = {"cores": LOCAL_CORES, "request_cpu_us": round(float(np.median(cost)), 1),
+              "record_cpu_us": 0.0, "byte_cpu_ns": 0.0,
+              "idle_cores": round(float(np.median(idle)), 4)}
+    notes = [f"# [broker]: fitted on {len(fits)} runs of {CPU_FIT} (Poisson, 4 partitions, "
+             "linger 10 ms), each",
+             "# measured just before a run of a CPU configuration (see fit_broker): "
+             f"request_cpu_us {cost.min():.0f}-{cost.max():.0f}",
+             f"# (the JVM's JIT warming up), idle_cores {idle.min():.3f}-{idle.max():.3f}, "
+             f"1-minute load average {load.min():.2f}-{load.max():.2f}.",
+             "# Per record and per byte: not identifiable here (0). cores: this VM's vCPUs, "
+             "shared with the harness",
+             "# and the neighbours, whose load is no reservation (background_cores 0; see the "
+             "module docstring)."]
+    return broker, notes
+
+
+def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict],
+               broker: tuple[dict, list[str]] | None = None) -> str:
     lines = ["# Kafka broker and consumer parameters, as one client sees them; written by",
              "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
              "[provenance]"]
@@ -538,11 +689,13 @@ def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict]) -> str:
               f"append_ms = {fitted.append_ms:.4f}",
               "append_ratios = [" + ", ".join(f"{r:g}" for r in fitted.append_ratios) + "]",
               "", "[consumer]", f"fetch_ms = {fitted.fetch_ms:.4f}",
-              "fetch_ratios = [" + ", ".join(f"{r:g}" for r in fitted.fetch_ratios) + "]", "",
-              "# measured beside predicted in the same run (seconds)"]
+              "fetch_ratios = [" + ", ".join(f"{r:g}" for r in fitted.fetch_ratios) + "]", ""]
+    if broker is not None:
+        lines += broker[1] + ["[broker]"] + [f"{k} = {v}" for k, v in broker[0].items()] + [""]
+    lines += ["# measured beside predicted in the same run (seconds; broker_cpu: cores)"]
     for r in rows:
-        lines.append(f"# {r['config']} {r['metric']}: measured {r['measured_s']:.4f} "
-                     f"predicted {r['predicted_s']:.4f}")
+        lines.append(f"# {r['config']} {r['metric']}: measured {r['measured']:.4f} "
+                     f"predicted {r['predicted']:.4f}")
     return "\n".join(lines) + "\n"
 
 
@@ -552,7 +705,7 @@ def main() -> None:
     from validate.kafka_broker import KAFKA_VERSION, BrokerError, KafkaBroker
     from validate.kafka_harness import HarnessError, user_bootstrap
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--ci", action="store_true",
                         help="measure only the subset the test suite runs (CI_CONFIGS)")
     parser.add_argument("--configs", default=None,
@@ -574,8 +727,9 @@ def main() -> None:
         elif bootstrap is not None:
             results = measure(bootstrap, Path(args.out_dir), names=names)
         else:
-            with KafkaBroker() as broker:
-                results = measure(broker.bootstrap, Path(args.out_dir), names=names)
+            with KafkaBroker() as local:
+                results = measure(local.bootstrap, Path(args.out_dir), names=names,
+                                  broker_pid=local.pid)
     except (HarnessError, BrokerError) as exc:
         print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -592,7 +746,8 @@ def main() -> None:
             prov["command"] += f" --from-csv --out-dir {args.out_dir}"
         path = model_path(Path(args.models_dir), client, bootstrap)
         client_rows = [r for r in rows if CONFIGS[r["config"]].client == client]
-        path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows))
+        broker = fitted_broker(results) if client == "librdkafka" else None
+        path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, broker))
         print(f"wrote {path}")
     print(table(rows))
     for d in directions(rows):

@@ -177,7 +177,7 @@ class KafkaBroker:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch")
     sub.add_parser("start")

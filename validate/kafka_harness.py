@@ -30,11 +30,21 @@ Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the 
 feed thread published the message against its schedule), ``stall_s`` (the longest stall of
 the 1 ms delivery-report poller while the message was in flight) and ``steal_share`` (the
 run's: CPU time the hypervisor took from the VM, /proc/stat ``steal``, over the run's CPU
-time; it also slows the broker, which the harness's own stalls do not show). Times are
-seconds from the run's start. A large lateness or stall means the harness process itself
-was paused (the shared VM descheduled it), which delays its consumer and delivery-report
-threads too: such a run's stalled messages measure the VM, not Kafka (see
-:func:`undisturbed`).
+time; it also slows the broker, which the harness's own stalls do not show); and, per run
+(the same value in every row), ``broker_cpu_s`` (the broker JVM's CPU time, utime + stime of
+``/proc/PID/stat``, from the first publish until every message was consumed; NaN without the
+broker's pid or for the Go and Java harnesses), ``machine_cpu_s`` (the whole machine's busy
+CPU time over that span, all CPUs: /proc/stat user, nice, system, irq, softirq; what is not
+the broker's is other load on its cores: this harness, and whatever else runs) and
+``timed_s`` (that span's wall time); and ``broker_idle_cores``, the broker's CPU time over
+the warm-up pause before the feed (clients connected, no traffic: the consumer's empty long-
+polls, the JVM's own work) per second; ``load_avg``, the machine's 1-minute load average as
+the feed starts (what else ran); ``produce_requests`` and ``fetch_requests``, the Produce
+requests the producer sent and the Fetch requests the consumer sent over the timed span
+(librdkafka's statistics, ``brokers.*.req``; NaN for the Go and Java harnesses). Times are
+seconds from the run's start. A large lateness or stall means the harness process itself was
+paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
+too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
 
 Python's garbage collector is kept out of the timed section (``gc.freeze()`` of everything
 alive, collection disabled while measuring, restored after): a full collection stops every
@@ -46,8 +56,8 @@ caveat 3).
 Faults: with no broker reachable, :func:`run` raises :class:`HarnessError` within
 ``connect_timeout_s`` (5 s; the Go and Java harnesses exit with one ``error:`` line, which
 becomes the HarnessError's message); if the broker stops answering mid-run (no progress for
-``stall_timeout_s``), it raises naming what happened, after writing the measurements taken so
-far. A harness that cannot be built (``go`` or ``mvn`` missing, a failed build) raises
+``stall_timeout_s``), it raises naming what happened, after writing the measurements taken
+so far. A harness that cannot be built (``go`` or ``mvn`` missing, a failed build) raises
 :class:`HarnessUnavailable` saying which tool.
 """
 
@@ -72,8 +82,10 @@ from typing import Literal
 import numpy as np
 
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
-           "publish_late_s", "stall_s", "steal_share")
+           "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
+           "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests")
 STALL_MIN_S = 0.002
+STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
 CLIENTS = ("librdkafka", "franz-go", "java")
 HERE = Path(__file__).resolve().parent
@@ -174,10 +186,11 @@ class OuterBatcher(threading.Thread):
 
 
 def run(bootstrap: str | None, config: HarnessConfig,
-        out_csv: str | Path | None = None) -> np.ndarray:
+        out_csv: str | Path | None = None, broker_pid: int | None = None) -> np.ndarray:
     """Measure one configuration with its client on the broker at ``bootstrap`` (None: the
     user's, :func:`user_bootstrap`); returns a structured array with :data:`COLUMNS` (and
-    writes it to ``out_csv`` if given)."""
+    writes it to ``out_csv`` if given). ``broker_pid``: the local broker's process, whose CPU
+    time the librdkafka harness records (``broker_cpu_s``)."""
     bootstrap = bootstrap or user_bootstrap()
     if bootstrap is None:
         raise HarnessError(f"no Kafka broker named: pass one, or set {ENV}=host:port")
@@ -188,12 +201,36 @@ def run(bootstrap: str | None, config: HarnessConfig,
         raise HarnessError("the outer timer must be debounce or deadline; "
                            f"got {config.outer_timer!r}")
     if config.client == "librdkafka":
-        return _run_librdkafka(bootstrap, config, out_csv)
+        return _run_librdkafka(bootstrap, config, out_csv, broker_pid)
     return _run_external(bootstrap, config, out_csv)
 
 
+def process_cpu_s(pid: int | None) -> float:
+    """CPU time (user + system, seconds) of process ``pid`` and all its threads so far, from
+    ``/proc/PID/stat`` (fields 14 and 15, in clock ticks); NaN if it cannot be read."""
+    if pid is None:
+        return float("nan")
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def machine_cpu_s() -> float:
+    """Busy CPU time of the whole machine so far, all CPUs (/proc/stat's first line: user,
+    nice, system, irq, softirq), seconds; NaN where it cannot be read."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()
+        return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def _run_librdkafka(bootstrap: str, config: HarnessConfig,
-                    out_csv: str | Path | None) -> np.ndarray:
+                    out_csv: str | Path | None, broker_pid: int | None = None) -> np.ndarray:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -214,8 +251,11 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     t0 = time.perf_counter()
     steal0 = _steal_s()
     now = lambda: time.perf_counter() - t0  # noqa: E731
+    stats = {"producer": "", "consumer": ""}     # the clients' latest statistics (JSON)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                         "statistics.interval.ms": STATS_MS,
+                         "stats_cb": lambda js: stats.__setitem__("consumer", js)})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
                      for p in range(config.n_partitions)])
     consumed = [0]
@@ -235,7 +275,9 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": config.linger_ms,
                          "batch.num.messages": config.batch_num_messages,
                          "batch.size": config.batch_size_bytes, "acks": 1,
-                         "socket.nagle.disable": config.nagle_disable})
+                         "socket.nagle.disable": config.nagle_disable,
+                         "statistics.interval.ms": STATS_MS,
+                         "stats_cb": lambda js: stats.__setitem__("producer", js)})
     pad = b"x" * max(0, config.message_bytes - 12)
 
     def on_ack(err, msg):
@@ -273,7 +315,10 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     for p in range(config.n_partitions):
         producer.produce(topic, value=b"%012d" % -1, partition=p)
     producer.flush(config.connect_timeout_s)
+    idle0, idle_t0 = process_cpu_s(broker_pid), time.perf_counter()
     time.sleep(config.warmup_s)
+    rec["broker_idle_cores"] = ((process_cpu_s(broker_pid) - idle0)
+                                / (time.perf_counter() - idle_t0))
     outer = None
     if config.outer_linger_ms is not None:
         outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch, produce,
@@ -285,6 +330,10 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     gc.collect()
     gc.freeze()
     gc.disable()
+    rec["load_avg"] = os.getloadavg()[0]
+    requests0 = _requests(stats)
+    cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
+    cpu1 = machine1 = timed1 = float("nan")
     try:
         next_t = time.perf_counter()
         for i in range(n):
@@ -308,6 +357,10 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                 error = (f"the broker at {bootstrap} stopped answering: {consumed[0]} of {n} "
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
+        cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
+        time.sleep(1.5 * STATS_MS / 1e3)         # the clients' statistics after the run
+        rec["produce_requests"], rec["fetch_requests"] = np.subtract(_requests(stats),
+                                                                     requests0)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -318,6 +371,9 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         poller.join(timeout=5)
         rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
         rec["stall_s"] = _stalls_per_message(rec, stalls)
+        rec["broker_cpu_s"] = cpu1 - cpu0
+        rec["timed_s"] = timed1 - timed0
+        rec["machine_cpu_s"] = machine1 - machine0
         steal = _steal_s()
         if steal is not None and steal0 is not None:
             rec["steal_share"] = (steal - steal0) / ((os.cpu_count() or 1)
@@ -329,6 +385,18 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         raise HarnessError(error + (f"; measurements so far written to {out_csv}"
                                     if out_csv is not None else ""))
     return rec
+
+
+def _requests(stats: dict[str, str]) -> tuple[float, float]:
+    """(Produce requests the producer sent, Fetch requests the consumer sent) so far, from
+    the clients' latest statistics (librdkafka's ``brokers.*.req``); NaN before any."""
+    def count(which: str, request: str) -> float:
+        if not stats[which]:
+            return float("nan")
+        brokers = json.loads(stats[which]).get("brokers", {}).values()
+        return float(sum(b.get("req", {}).get(request, 0) for b in brokers))
+
+    return count("producer", "Produce"), count("consumer", "Fetch")
 
 
 def _stalls_per_message(rec: np.ndarray, stalls: list[tuple[float, float]]) -> np.ndarray:

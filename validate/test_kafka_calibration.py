@@ -9,6 +9,13 @@ predicted from its client's fit run measured just before it. The full grid (ever
 linger 10 ms and 1 s, P = 1, 8, 32, 128, and the deadline outer batcher at 100 ms and 1 s
 over both lingers) is ``python -m validate.calibrate_kafka``.
 
+Issue 14: the dense feed at 1000 msg/s over 32 partitions (one of ``CPU_CONFIGS``) is
+predicted with the broker's CPU, its costs fitted on another configuration measured just
+before each run (``CPU_FIT``), and judged on p50 and p99 (25 %, or 5 ms where measured is
+under 20 ms) and on the broker JVM's measured CPU (25 %); the targets that do not hold here
+are marked xfail with the figures (``NOT_YET``). The whole ladder, 250 to 2000 msg/s, is
+``python -m validate.calibrate_kafka --configs`` with the ``-dense`` names.
+
 The Go and Java harnesses are built by the fixtures (``go build``, ``mvn -q -B package``);
 a client whose tool is missing is skipped with the reason. Measurements run serially; on a
 2-core machine nothing else should run beside them.
@@ -19,7 +26,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from validate.calibrate_kafka import CI_CONFIGS, CONFIGS, FIT, compare, measure, table
+from validate.calibrate_kafka import (
+    CI_CONFIGS,
+    CONFIGS,
+    CPU_CONFIGS,
+    FIT,
+    compare,
+    measure,
+    table,
+)
 from validate.conftest import need
 from validate.kafka_harness import HarnessConfig, HarnessError, run
 
@@ -33,7 +48,8 @@ def calibration(kafka_broker, harnesses, tmp_path_factory):
     if not names:
         pytest.skip("no Kafka client harness can run here: " + "; ".join(
             v for v in harnesses.values() if v))
-    results = measure(kafka_broker["bootstrap"], out, names=names)
+    results = measure(kafka_broker["bootstrap"], out, names=names,
+                      broker_pid=kafka_broker["pid"])
     rows = compare(results)
     print("\n" + table(rows))
     return out, rows, names
@@ -65,6 +81,8 @@ def test_measurements_are_written(calibration):
     assert sorted(p.stem for p in out.glob("*.csv")) == sorted(
         [f"{name}.run{k}" for name in names for k in range(REPEATS)]
         + [f"{name}.run{k}.fit" for name in names if name not in FIT.values()
+           for k in range(REPEATS)]
+        + [f"{name}.run{k}.cpufit" for name in names if name in CPU_CONFIGS
            for k in range(REPEATS)])
 
 
@@ -76,11 +94,35 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
     assert all(stalled < 0.5 for runs in KEPT.values() for stalled, _ in runs), KEPT
 
 
-@pytest.mark.parametrize("name,metric", [(n, m) for n in CI_CONFIGS for m in ("p50", "p99")])
+# Issue 14's targets that do not hold on this machine, with the figures measured (see the
+# module docstring of validate/calibrate_kafka.py for the mechanism looked for).
+NOT_YET: dict[tuple[str, str], str] = {
+    ("linger10-p32-1000ps-dense", "p99"): (
+        "measured 19.7 / 30.5 / 18.8 ms, predicted 12.4 / 12.8 / 13.5 (-37 / -58 / -28 %, "
+        "three sessions on 2026-11-23, load 0.6-1.6): over 32 "
+        "partitions the measured tail is 20-30 ms at 250-2000 msg/s where the model, from "
+        "the fit run's append spread, stays at 12-14; the broker's CPU is predicted (+5 %) "
+        "and p50 too, so it is not the broker's queue; the consumer's one Fetch in flight "
+        "per broker over 32 partitions (fetches coalesce: ~2600 Fetch for ~3300 Produce "
+        "requests) is not modelled"),
+}
+
+
+def _cases():
+    for name in CI_CONFIGS:
+        for metric in ("p50", "p99") + (("broker_cpu",) if name in CPU_CONFIGS else ()):
+            reason = NOT_YET.get((name, metric))
+            marks = [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
+            yield pytest.param(name, metric, marks=marks, id=f"{name}-{metric}")
+
+
+@pytest.mark.parametrize("name,metric", list(_cases()))
 def test_prediction_within_tolerance(calibration, harnesses, name, metric):
     need(harnesses, CONFIGS[name].client)
     _, rows, _ = calibration
-    row = next(r for r in rows if r["config"] == name and r["metric"] == metric)
+    row = next((r for r in rows if r["config"] == name and r["metric"] == metric), None)
+    if row is None:
+        pytest.skip("the broker's CPU time is not measured on a user's cluster")
     assert row["ok"], row
 
 
@@ -152,7 +194,7 @@ def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_a
     names = [ck.FIT_CONFIG, "linger10-p8-sparse", "linger1000-p32-sparse",
              ck.FIT["java"], "java-linger10-p1-sparse"]
 
-    def fake_run(bootstrap, cfg, out_csv=None):
+    def fake_run(bootstrap, cfg, out_csv=None, broker_pid=None):
         name = next((n for n, c in ck.CONFIGS.items() if c == cfg), "warmup")
         calls.append(name)
         rec = np.zeros(5, dtype=[(c, "f8") for c in COLUMNS])
@@ -179,3 +221,43 @@ def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_a
     assert calls[7:9] == [ck.FIT["java"], "java-linger10-p1-sparse"]   # clients in turn
     assert ck.DISCARDED[first] == [(0.0, 0.5)]
     assert (tmp_path / f"{first}.run1.fit.csv").exists()
+
+
+def test_the_grid_takes_dense_multi_partition_feeds_from_idle_to_saturation():
+    from validate.calibrate_kafka import CPU_FIT, DENSE_RATES, fit_configs
+
+    dense = {(CONFIGS[n].n_partitions, round(1000 / CONFIGS[n].interval_ms))
+             for n in CPU_CONFIGS}
+    assert dense == {(p, rate) for p in (8, 32) for rate in DENSE_RATES}
+    # predicted from costs fitted on another configuration, measured just before each run
+    assert CPU_FIT in CONFIGS and CPU_FIT not in CPU_CONFIGS
+    assert CONFIGS[CPU_FIT].n_partitions not in {CONFIGS[n].n_partitions for n in CPU_CONFIGS}
+    assert all(fit_configs(n) == (FIT["librdkafka"], CPU_FIT) for n in CPU_CONFIGS)
+    assert {CONFIGS[n].n_partitions for n in CI_CONFIGS if n in CPU_CONFIGS} == {32}
+
+
+def test_dense_multi_partition_configurations_are_judged_by_issue_14s_tolerance():
+    from validate.calibrate_kafka import within
+
+    dense, sparse = CPU_CONFIGS[0], "linger10-p8-sparse"
+    assert within(0.0149, 0.010, dense) and not within(0.0151, 0.010, dense)  # 5 ms < 20 ms
+    assert within(0.031, 0.025, dense) and not within(0.0315, 0.025, dense)   # 25 %
+    assert within(0.62, 0.5, dense, "broker_cpu")
+    assert not within(0.63, 0.5, dense, "broker_cpu")
+    assert not within(0.0576, 0.050, sparse) and within(0.0574, 0.050, sparse)  # 15 %
+
+
+def test_the_broker_costs_fitted_on_a_run_give_back_its_cpu():
+    # fit_broker on a synthetic run of the CPU fit configuration (1.2 CPU seconds of work
+    # beyond 0.05 idle cores over 4 s), then the model of that very run: the same CPU
+    from validate.calibrate_kafka import CPU_FIT, Fitted, fit_broker, predict
+    from validate.kafka_harness import COLUMNS
+
+    cfg = CONFIGS[CPU_FIT]
+    rec = np.zeros(cfg.n_messages, dtype=[(c, "f8") for c in COLUMNS])
+    rec["timed_s"], rec["broker_idle_cores"], rec["broker_cpu_s"] = 4.0, 0.05, 1.4
+    fitted = Fitted(0.8, (1.0,), 0.3, (1.0,))
+    broker = fit_broker(rec, fitted)
+    assert broker["idle_cores"] == 0.05 and broker["cores"] >= 1
+    pred = predict(CPU_FIT, cfg, [fitted], [rec], [broker], per_run=1)
+    assert pred["broker_cpu"] == pytest.approx(1.2 / 4 + 0.05, rel=0.05)
