@@ -1,8 +1,10 @@
 """Project habits, checked by the test command: ruff on the whole tree, mypy on simbatch/,
-and every example in the README runs as written."""
+no command line that takes abbreviated options, and every example in the README runs as
+written."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import shutil
@@ -29,6 +31,30 @@ def test_ruff_passes():
 def test_mypy_passes_on_simbatch():
     proc = subprocess.run(_tool("mypy"), cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _parsers_allowing_abbreviations() -> list[str]:
+    """Every ``ArgumentParser(...)``, subclass call or ``add_parser(...)`` in the tree that
+    does not pass ``allow_abbrev=False`` (argparse accepts ``--o`` for ``--out`` otherwise)."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if any(part.startswith(".") or part in ("build", "node_modules") for part in
+               path.relative_to(ROOT).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name not in ("ArgumentParser", "_Parser", "add_parser"):
+                continue
+            if not any(k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant)
+                       and k.value.value is False for k in node.keywords):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_no_command_line_takes_abbreviated_options():
+    assert _parsers_allowing_abbreviations() == []
 
 
 def _blocks(lang: str) -> list[str]:

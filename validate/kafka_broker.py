@@ -179,9 +179,9 @@ class KafkaBroker:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("fetch")
-    sub.add_parser("start")
-    st = sub.add_parser("stop")
+    sub.add_parser("fetch", allow_abbrev=False)
+    sub.add_parser("start", allow_abbrev=False)
+    st = sub.add_parser("stop", allow_abbrev=False)
     st.add_argument("pid", type=int)
     st.add_argument("--data-dir", default=None)
     args = parser.parse_args()
