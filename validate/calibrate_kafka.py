@@ -328,7 +328,51 @@ def producer_settings(client: str, cfg: HarnessConfig) -> dict:
     return {"semantics": "java", "java_version": "3", "max_buffered_records": 100_000}
 
 
-def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, broker: dict | None = None):
+def fitted_gc(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
+    """The broker's young collections (``[gc]``, ``simbatch/kafka/gc.py``) of a session,
+    from librdkafka's fit runs alone (every kept :data:`FIT` run, one partition on the sparse
+    feed, and every kept :data:`CPU_FIT` run, four partitions at 1000 msg/s), the harness's
+    ``jstat`` figures of each: what the broker allocated, least squares (non-negative) on
+    its produce requests and on its fetch requests x partitions (the median run of each
+    configuration, two equations in two costs); eden's size and the
+    pauses as measured. None when those runs hold no pause or no allocation figures (a
+    user's cluster, no ``jstat``, or no CPU configuration measured: one partition count
+    cannot tell a fetch's cost per partition)."""
+    from scipy.optimize import nnls
+
+    fit_name = FIT["librdkafka"]
+    runs = [(r, 1) for r in results[fit_name].runs] if fit_name in results else []
+    runs += [(c, CONFIGS[CPU_FIT].n_partitions) for m in results.values()
+             if m.cpu_fit_runs for c in m.cpu_fit_runs]
+    runs = [(r, p) for r, p in runs if np.isfinite(r["broker_alloc_mb"][0])
+            and np.isfinite(r["fetch_requests"][0])]
+    if len({p for _, p in runs}) < 2:
+        return None
+    # per fit configuration, the median run (a run's jstat figure can double: seen 2 in 15)
+    a, kb = [], []
+    for parts in sorted({p for _, p in runs}):
+        mine = [r for r, p in runs if p == parts]
+        a.append([np.median([r["produce_requests"][0] for r in mine]),
+                  np.median([r["fetch_requests"][0] for r in mine]) * parts])
+        kb.append(np.median([r["broker_alloc_mb"][0] for r in mine]) * 1024)
+    (request_kb, partition_fetch_kb), _ = nnls(np.array(a), np.array(kb))
+    pauses = np.concatenate([r["gc_pause_s"][np.isfinite(r["gc_pause_s"])] for r, _ in runs])
+    pauses = np.maximum(pauses, 0.0005)      # jstat counts in whole ms: 0 is under 1 ms
+    if pauses.size == 0 or request_kb + partition_fetch_kb <= 0:
+        return None
+    eden = float(np.median([r["broker_eden_mb"][0] for r, _ in runs]))
+    gc = {"eden_mb": round(eden, 1), "request_kb": round(float(request_kb), 2),
+          "partition_fetch_kb": round(float(partition_fetch_kb), 3),
+          "pause_ms": [round(float(x) * 1e3, 1) for x in np.sort(pauses)]}
+    notes = [f"# [gc]: fitted on {len(runs)} runs of {fit_name} and {CPU_FIT} (jstat -gc at "
+             "100 ms over each timed span): allocation",
+             "# per produce request and per partition of each fetch (each configuration's "
+             f"median run), eden's median size, the {pauses.size} young pauses measured."]
+    return gc, notes
+
+
+def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, broker: dict | None = None,
+               gc: dict | None = None):
     """The model of configuration ``cfg``: its client's semantics and harness settings, its
     keys (``k-<name>-<i>``, the harness's label), its feed replaying the harness's schedule
     (``feed = "trace"``, the seeded gaps every run of the harness follows)."""
@@ -346,11 +390,12 @@ def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, broker: dict | Non
             append_ms=fitted.append_ms, append_ratios=fitted.append_ratios,
             **producer_settings(cfg.client, cfg)),
         consumer=sk.ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios),
-        broker=sk.BrokerConfig(**(broker or {})))
+        broker=sk.BrokerConfig(**(broker or {})), gc=sk.GcConfig(**(gc or {})))
 
 
 def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.ndarray],
-            brokers: list[dict] | None = None, per_run: int = 9) -> dict:
+            brokers: list[dict] | None = None, per_run: int = 9, gc: dict | None = None
+            ) -> dict:
     """The measurement procedure in the model: simulated run k follows the harness's feed
     schedule and draws its noise from fit run k; its figure is the median over ``per_run``
     simulated runs of their own percentiles, and each figure is the median over k.
@@ -370,7 +415,8 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     debounce timer is paused with it, so a recorded gap is not a gap the batcher saw.
     ``runs[k]``: measured run k; the messages it is judged on (:func:`kept`) are kept here.
     ``brokers[k]``: the model's ``[broker]`` for run k (:func:`fit_broker`), whose CPU is
-    then predicted too (``broker_cpu``, cores over the run)."""
+    then predicted too (``broker_cpu``, cores over the run). ``gc``: the broker's young
+    collections (:func:`fitted_gc`), for every run."""
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate as simulate_kafka
     from simbatch.kafka.engine import ENGINE
@@ -380,7 +426,7 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     if cpu:
         figures["broker_cpu"] = []
     for k, (f, rec) in enumerate(zip(fitted, runs, strict=True)):
-        case = model_case(name, cfg, f, brokers[k] if brokers is not None else None)
+        case = model_case(name, cfg, f, brokers[k] if brokers is not None else None, gc)
         mask = kept(rec)
         sims = [simulate_kafka(case, replication_seed(1, k * per_run + r))
                 for r in range(per_run)]
@@ -551,12 +597,15 @@ def compare(results: dict[str, Measured]) -> list[dict]:
     """Measured beside predicted; run k of a configuration is predicted from the fit run
     paired with it."""
     rows = []
+    gc = fitted_gc(results)
     for name, m in results.items():
         fitted = fit_runs(m.fit_runs)
         brokers = None         # without the broker's CPU time (a user's cluster): no model
         if m.cpu_fit_runs and all(np.isfinite(c["broker_cpu_s"][0]) for c in m.cpu_fit_runs):
             brokers = [fit_broker(c, f) for c, f in zip(m.cpu_fit_runs, fitted, strict=True)]
-        pred = predict(name, CONFIGS[name], fitted, m.runs, brokers)
+        pred = predict(name, CONFIGS[name], fitted, m.runs, brokers,
+                       gc=gc[0] if gc is not None and CONFIGS[name].client == "librdkafka"
+                       else None)
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
                     "broker_cpu": measured_cpu(m.runs)}
         for q in pred:
@@ -681,7 +730,8 @@ def fitted_broker(results: dict[str, Measured]) -> tuple[dict, list[str]] | None
 
 
 def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict],
-               broker: tuple[dict, list[str]] | None = None) -> str:
+               broker: tuple[dict, list[str]] | None = None,
+               gc: tuple[dict, list[str]] | None = None) -> str:
     lines = ["# Kafka broker and consumer parameters, as one client sees them; written by",
              "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
              "[provenance]"]
@@ -692,6 +742,8 @@ def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict],
               "fetch_ratios = [" + ", ".join(f"{r:g}" for r in fitted.fetch_ratios) + "]", ""]
     if broker is not None:
         lines += broker[1] + ["[broker]"] + [f"{k} = {v}" for k, v in broker[0].items()] + [""]
+    if gc is not None:
+        lines += gc[1] + ["[gc]"] + [f"{k} = {v}" for k, v in gc[0].items()] + [""]
     lines += ["# measured beside predicted in the same run (seconds; broker_cpu: cores)"]
     for r in rows:
         lines.append(f"# {r['config']} {r['metric']}: measured {r['measured']:.4f} "
@@ -747,7 +799,8 @@ def main() -> None:
         path = model_path(Path(args.models_dir), client, bootstrap)
         client_rows = [r for r in rows if CONFIGS[r["config"]].client == client]
         broker = fitted_broker(results) if client == "librdkafka" else None
-        path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, broker))
+        gc = fitted_gc(results) if client == "librdkafka" else None
+        path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, broker, gc))
         print(f"wrote {path}")
     print(table(rows))
     for d in directions(rows):

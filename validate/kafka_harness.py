@@ -41,7 +41,11 @@ the warm-up pause before the feed (clients connected, no traffic: the consumer's
 polls, the JVM's own work) per second; ``load_avg``, the machine's 1-minute load average as
 the feed starts (what else ran); ``produce_requests`` and ``fetch_requests``, the Produce
 requests the producer sent and the Fetch requests the consumer sent over the timed span
-(librdkafka's statistics, ``brokers.*.req``; NaN for the Go and Java harnesses). Times are
+(librdkafka's statistics, ``brokers.*.req``; NaN for the Go and Java harnesses);
+``broker_alloc_mb`` and ``broker_eden_mb``, what the broker JVM allocated over the timed span
+and its eden's size, and ``gc_pause_s``, its young collections' pauses over that span, one per
+row from the first (NaN below), all from ``jstat -gc PID 100`` (:class:`GcSampler`; NaN
+without the broker's pid or a JDK's ``jstat``). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
 too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -83,7 +87,8 @@ import numpy as np
 
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
            "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
-           "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests")
+           "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
+           "broker_alloc_mb", "broker_eden_mb", "gc_pause_s")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -218,6 +223,54 @@ def process_cpu_s(pid: int | None) -> float:
         return float("nan")
 
 
+class GcSampler:
+    """The broker JVM's heap as ``jstat -gc PID 100`` (the JDK's tool) prints it, while the
+    timed span runs: :meth:`stop` returns (MB allocated, eden MB, young pauses in s).
+
+    Allocation: eden's growth between samples, and across a young collection what was left
+    to fill before it plus what is used after. A pause is a sample's growth of the young
+    collection time (``YGCT``), split evenly when a sample holds more than one collection.
+    """
+
+    def __init__(self, pid: int | None) -> None:
+        self.proc = None
+        jstat = shutil.which("jstat")
+        if pid is not None and jstat is not None:
+            self.proc = subprocess.Popen([jstat, "-gc", str(pid), "100"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         text=True)
+
+    def stop(self) -> tuple[float, float, list[float]]:
+        if self.proc is None:
+            return float("nan"), float("nan"), []
+        time.sleep(0.15)                 # one more sample after the span
+        self.proc.terminate()
+        out, _ = self.proc.communicate(timeout=5)
+        return gc_figures(out)
+
+
+def gc_figures(text: str) -> tuple[float, float, list[float]]:
+    """(MB allocated, median eden MB, young pauses in s) from ``jstat -gc`` output."""
+    lines = [ln.split() for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 3:
+        return float("nan"), float("nan"), []
+    head = lines[0]
+    try:
+        rows = [dict(zip(head, map(float, ln), strict=True)) for ln in lines[1:]
+                if ln != head]
+    except ValueError:
+        return float("nan"), float("nan"), []
+    kb, pauses = 0.0, []
+    for a, b in zip(rows, rows[1:]):
+        n = int(b["YGC"] - a["YGC"])
+        if n == 0:
+            kb += max(0.0, b["EU"] - a["EU"])
+        else:
+            kb += (a["EC"] - a["EU"]) + b["EU"] + (n - 1) * b["EC"]
+            pauses += [(b["YGCT"] - a["YGCT"]) / n] * n
+    return kb / 1024, float(np.median([r["EC"] for r in rows])) / 1024, pauses
+
+
 def machine_cpu_s() -> float:
     """Busy CPU time of the whole machine so far, all CPUs (/proc/stat's first line: user,
     nice, system, irq, softirq), seconds; NaN where it cannot be read."""
@@ -332,6 +385,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     gc.disable()
     rec["load_avg"] = os.getloadavg()[0]
     requests0 = _requests(stats)
+    heap = GcSampler(broker_pid)
     cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
     cpu1 = machine1 = timed1 = float("nan")
     try:
@@ -358,10 +412,15 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
         cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
+        alloc_mb, eden_mb, pauses = heap.stop()
+        rec["broker_alloc_mb"], rec["broker_eden_mb"] = alloc_mb, eden_mb
+        rec["gc_pause_s"][:len(pauses)] = pauses[:n]
         time.sleep(1.5 * STATS_MS / 1e3)         # the clients' statistics after the run
         rec["produce_requests"], rec["fetch_requests"] = np.subtract(_requests(stats),
                                                                      requests0)
     finally:
+        if heap.proc is not None and heap.proc.poll() is None:
+            heap.proc.kill()
         if gc_was_enabled:
             gc.enable()
         gc.unfreeze()

@@ -6,7 +6,8 @@ One mechanism per module: ``feeds`` (gaps or rates, producers, steps, bursts),
 client's settings), ``client`` (batches, the buffered-record gate, in-order broker
 connections), one module per client semantics (``franz_go``, ``librdkafka``,
 ``java_producer``), ``partitioners`` (the clients' key hashes and sticky keyless choices),
-``keys`` (key hashes in bulk), ``broker`` (the broker's threads and cores), ``aggregate``
+``keys`` (key hashes in bulk), ``broker`` (the broker's threads and cores), ``gc`` (the
+broker JVM's young collections, stop-the-world pauses), ``aggregate``
 (the feed and the outer batcher per batch), ``metrics`` and ``engine`` (the case, the
 builder, the run).
 """
@@ -15,9 +16,11 @@ from .aggregate import SimulationConfig
 from .broker import BrokerConfig
 from .engine import ENGINE, ConsumerConfig, KafkaCase, KafkaRun, KafkaWorkload, simulate
 from .feeds import RateStep
+from .gc import GcConfig
 from .outer_batcher import OuterBatcherConfig
 from .producer import KafkaProducerConfig
 
-__all__ = ["ENGINE", "BrokerConfig", "ConsumerConfig", "KafkaCase", "KafkaProducerConfig",
+__all__ = ["ENGINE", "BrokerConfig", "ConsumerConfig", "GcConfig", "KafkaCase",
+           "KafkaProducerConfig",
            "KafkaRun", "KafkaWorkload", "OuterBatcherConfig", "RateStep", "SimulationConfig",
            "simulate"]

@@ -35,7 +35,8 @@ and ``background_cores`` (other processes on the machine: Poisson jobs of
 
 Simplifications: replication (the local broker and the scenarios here use one replica),
 the request queue's bound (``queued.max.requests``), the log's flush and page cache are
-not modelled; a network thread's share of a request is one stage before the append.
+not modelled (the JVM's young collections are: ``gc.py``, a pause freezes every
+stage); a network thread's share of a request is one stage before the append.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import simpy
 from ..core.config import NONE_WORD, Float, NonNeg, PosFloat, PosInt, Rule, at, config
 from ..core.pool import FifoPool
 from .clock import ticks
+from .gc import Collector
 
 
 @config
@@ -107,7 +109,8 @@ class Broker:
     calls ``done()`` when the broker is through with it."""
 
     def __init__(self, env: simpy.Environment, config: BrokerConfig,
-                 rng: np.random.Generator | None = None) -> None:
+                 rng: np.random.Generator | None = None, gc: Collector | None = None,
+                 request_kb: float = 0.0) -> None:
         assert config.cores is not None
         self.env = env
         self.config = config
@@ -118,6 +121,8 @@ class Broker:
         self.rng = rng
         self._fetches: deque[tuple[int, float]] = deque()     # the consumer's connection
         self._fetching = False
+        self.gc = gc                        # young pauses freeze every stage (gc.py)
+        self.request_kb = request_kb
 
     def submit(self, records: int, n_bytes: float, done: Callable[[], None]) -> None:
         """Serve a produce request; ``done()`` when its append is through (then its
@@ -155,9 +160,12 @@ class Broker:
             self.cores.acquire(on_core)
 
         def on_core() -> None:
-            self.env.timeout(duration).callbacks.append(finish)
+            if self.gc is not None:
+                self.gc.run_after(duration, lambda: finish(None))
+            else:
+                self.env.timeout(duration).callbacks.append(finish)
 
-        def finish(_event: simpy.Event) -> None:
+        def finish(_event: simpy.Event | None) -> None:
             self.cores.release()
             threads.release()
             then()
@@ -183,6 +191,8 @@ class Broker:
         """Another client's request, on its own connection, its fetch included."""
         network, io = self.config.stages_s(records, n_bytes)
         self.cpu_s += network + io
+        if self.gc is not None:
+            self.gc.allocate(self.request_kb)
         self._stage(self.network, ticks(network),
                     lambda: self._stage(self.io, ticks(io), _nothing))
 

@@ -24,6 +24,9 @@ The client semantics (``franz_go``, ``librdkafka``, ``java_producer``) subclass
   and never before the request sent before it on the same connection; responses are
   delivered strictly in that order (a FIFO of requests, not one timer each, so equal times
   cannot swap them). Times are the engine's clock's whole microseconds (``clock.py``).
+  With the broker's young collections on (``gc.py``), the broker reads a request when it
+  arrives (using eden) and the round trip takes its time in unpaused time: the head of the
+  queue is held back by any pause since it was sent.
   With the broker's CPU on (``broker.py``), the broker reads a connection's next request
   only when it is done with the one before (muted), so requests wait for one another there.
 * **Chunks.** :meth:`Client.produce_chunk` hands many records to the client at one instant
@@ -44,6 +47,7 @@ import simpy
 
 from .broker import Broker
 from .clock import S_PER_TICK, ticks
+from .gc import Collector
 from .partitioners import Sticky
 from .producer import KafkaProducerConfig
 
@@ -93,15 +97,19 @@ class Connection:
     with a broker CPU model, the broker serves them one at a time."""
 
     def __init__(self, env: simpy.Environment, on_response: Callable[[int], None],
-                 broker: Broker | None = None, reference: float = 0.0) -> None:
+                 broker: Broker | None = None, reference: float = 0.0,
+                 gc: Collector | None = None, request_kb: float = 0.0) -> None:
         self.env = env
         self.on_response = on_response
-        self.queue: deque[tuple[int, float]] = deque()     # (request, answer time)
+        # (request, answer time, paused time counted so far: see _answer)
+        self.queue: deque[tuple[int, float, float]] = deque()
         self.last_answer = 0.0
         self.broker = broker
         self.reference = reference     # clock units: the fitted round trip's own service
         self.waiting: deque[tuple[int, float, int, float]] = deque()
         self.serving = False
+        self.gc = gc
+        self.request_kb = request_kb
 
     @property
     def in_flight(self) -> int:
@@ -109,6 +117,8 @@ class Connection:
 
     def send(self, request: int, latency: float, records: int = 1,
              n_bytes: float = 0.0) -> None:
+        if self.gc is not None:
+            self.gc.allocate(self.request_kb)
         if self.broker is None:
             self._answer_at(request, self.env.now + latency)
             return
@@ -132,7 +142,8 @@ class Connection:
     def _answer_at(self, request: int, answer: float) -> None:
         answer = max(answer, self.last_answer)
         self.last_answer = answer
-        self.queue.append((request, answer))
+        mark = self.gc.paused_by(self.env.now) if self.gc is not None else 0.0
+        self.queue.append((request, answer, mark))
         if len(self.queue) == 1:
             self._arm()
 
@@ -141,7 +152,15 @@ class Connection:
         self.env.timeout(max(0.0, answer - self.env.now)).callbacks.append(self._answer)
 
     def _answer(self, _event: simpy.Event) -> None:
-        request, _ = self.queue.popleft()
+        if self.gc is not None:       # held back by the pauses since it was sent
+            request, answer, mark = self.queue[0]
+            owed = self.gc.paused_by(answer) - mark
+            if owed > 0:
+                self.queue[0] = (request, answer + owed, mark + owed)
+                self.last_answer = max(self.last_answer, answer + owed)
+                self._arm()
+                return
+        request, _, _ = self.queue.popleft()
         if self.queue:
             self._arm()
         self.on_response(request)
@@ -157,7 +176,8 @@ class Client:
                  on_append, append_rng: np.random.Generator,
                  partition_rng: np.random.Generator, partition_out: array | np.ndarray,
                  produce_out: array | np.ndarray | None = None,
-                 brokers: Sequence[Broker] | None = None, record_bytes: int = 0) -> None:
+                 brokers: Sequence[Broker] | None = None, record_bytes: int = 0,
+                 gcs: Sequence[Collector] | None = None, request_kb: float = 0.0) -> None:
         self.env = env
         self.config = config
         self.keyed_partition = keyed_partition
@@ -180,7 +200,8 @@ class Client:
         if brokers:      # the fitted round trip's own service: one record at an idle broker
             reference = ticks(brokers[0].config.produce_s(1, record_bytes))
         self.conns = [Connection(env, self._response, brokers[b] if brokers else None,
-                                 reference) for b in range(n_brokers)]
+                                 reference, gcs[b] if gcs else None, request_kb)
+                      for b in range(n_brokers)]
         self._request_records: list[np.ndarray] = []
         self._append_s = config.append_ms / 1e3
         self._ratios = list(config.append_ratios)

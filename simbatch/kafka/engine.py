@@ -54,13 +54,14 @@ from .client import Client
 from .clock import S_PER_TICK, ticks
 from .feeds import Arrivals, KafkaWorkload, RateStep, arrivals
 from .franz_go import FranzGo
+from .gc import Collector, GcConfig
 from .java_producer import JavaProducer
 from .keys import key_partitions
 from .librdkafka import Librdkafka
 from .outer_batcher import OuterBatcher, OuterBatcherConfig
 from .producer import KafkaProducerConfig
 
-STREAMS = ("feed", "append", "fetch", "partition", "broker")
+STREAMS = ("feed", "append", "fetch", "partition", "broker", "gc")
 CLIENTS: dict[str, type[Client]] = {"franz-go": FranzGo, "librdkafka": Librdkafka,
                                     "java": JavaProducer}
 """The client model of each ``[producer] semantics``."""
@@ -97,12 +98,14 @@ class KafkaCase(CaseBase):
     producer: KafkaProducerConfig = Field(default_factory=KafkaProducerConfig)
     consumer: ConsumerConfig = Field(default_factory=ConsumerConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    gc: GcConfig = Field(default_factory=GcConfig)
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
 
     @property
     def aggregated(self) -> bool:
         """Whether this case runs per batch (:mod:`.aggregate`)."""
         return (self.simulation.aggregate == "auto" and self.workload.feed != "closed_loop"
+                and not self.gc.on
                 and (self.outer.linger_ms is None or ticks(self.outer.effective_linger_s) > 0))
 
 
@@ -209,6 +212,12 @@ class _Simulation:
         self.published = 0
         self.flushes = 0
         self.all_done = self.env.event()
+        self.gcs = ([Collector(self.env, case.gc, self.rngs["gc"])
+                     for _ in range(cfg.n_brokers)] if case.gc.on else None)
+        if self.gcs is not None:       # each fetch's append time; the consumer's fetch in flight
+            self.fetch_from = np.full(n, np.nan)
+            self.fetch_due = np.full(n, np.nan)
+            self.fetching_until = [0.0] * cfg.n_brokers
         self.brokers = self._brokers()
         self.client_rngs = [self._producer_streams(k) for k in range(wl.producers)]
         self.clients = [self._client(k) for k in range(wl.producers)]
@@ -217,8 +226,9 @@ class _Simulation:
         bc = self.case.broker
         if not bc.on:
             return None
-        out = [Broker(self.env, bc, self.rngs["broker"])
-               for _ in range(self.case.producer.n_brokers)]
+        out = [Broker(self.env, bc, self.rngs["broker"],
+                      self.gcs[b] if self.gcs else None, self.case.gc.request_kb)
+               for b in range(self.case.producer.n_brokers)]
         for broker in out:
             broker.start_background(self._record_bytes)
         return out
@@ -246,7 +256,7 @@ class _Simulation:
             on_append=lambda records, now, request: self._on_append(records, now, request, k),
             append_rng=self._stream(k, "append"), partition_rng=self._stream(k, "partition"),
             partition_out=self.parts, produce_out=self.produced, brokers=self.brokers,
-            record_bytes=self._record_bytes)
+            record_bytes=self._record_bytes, gcs=self.gcs, request_kb=self.case.gc.request_kb)
 
     # ------------------------------------------------------------------ the consumer
     def _on_append(self, records: np.ndarray, now: float, request: int, k: int = 0) -> None:
@@ -255,6 +265,8 @@ class _Simulation:
             pick = int(self._stream(k, "fetch").integers(self.fetch_ratios.size))
             fetch *= self.fetch_ratios[pick]
         due = now + ticks(fetch)
+        if self.gcs is not None:
+            self._fetch_gc(records, now, due, request, k)
         k = records.size
         if k == 1:
             msg = int(records[0])
@@ -277,6 +289,42 @@ class _Simulation:
                     waiter.succeed()
         if self.appended == self.n:
             self.all_done.succeed()
+
+    def _fetch_gc(self, records: np.ndarray, now: float, due: float, request: int,
+                  k: int) -> None:
+        """The young collections' share of a fetch (``gc.py``): the consumer's fetch, unless
+        one is in flight on this broker, uses eden for every partition it names; its
+        records' consume times are set at the end of the run, when every pause is known."""
+        assert self.gcs is not None
+        broker = self.clients[k].request_broker[request]
+        if now >= self.fetching_until[broker]:
+            n_brokers = self.case.producer.n_brokers
+            named = -(-self.case.producer.n_partitions // n_brokers)
+            self.gcs[broker].allocate(self.case.gc.partition_fetch_kb * named)
+            self.fetching_until[broker] = due
+        self.fetch_from[records] = now
+        self.fetch_due[records] = due
+
+    def _consume_after_pauses(self) -> None:
+        """Each fetch takes its time in its broker's unpaused time; a partition's records
+        stay in order (the same rule as ``_on_append``, on the unpaused clock)."""
+        assert self.gcs is not None
+        done = np.flatnonzero(np.isfinite(self.fetch_from))
+        if done.size == 0:
+            return
+        owner = np.asarray(self.parts)[done]
+        brokers = owner % self.case.producer.n_brokers
+        start, due = self.fetch_from[done], self.fetch_due[done]
+        raw = np.empty(done.size)
+        for b, gc in enumerate(self.gcs):
+            on = brokers == b
+            u0 = gc.unpaused_clock(start[on])
+            # never before the append (a zero-length fetch at a pause's end)
+            raw[on] = np.maximum(start[on], gc.wall_clock(u0 + (due[on] - start[on])))
+        # in append order, a partition's consume times never go back
+        order = np.argsort(self.order[done], kind="stable")
+        frame = pd.DataFrame({"p": owner[order], "t": raw[order]})
+        self.consume[done[order]] = frame.groupby("p")["t"].cummax().to_numpy()
 
     # ------------------------------------------------------------------ the feed
     def _stamp(self, msg: int) -> None:
@@ -347,6 +395,8 @@ class _Simulation:
         self._wire()
         if self.n:
             self.env.run(until=self.all_done)
+        if self.gcs is not None:
+            self._consume_after_pauses()
         clients = self.clients
 
         def joined(name: str, dtype: Any) -> np.ndarray:

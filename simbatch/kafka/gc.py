@@ -1,0 +1,194 @@
+"""The broker JVM's young garbage collections (``[gc]``): stop-the-world pauses that freeze
+every broker thread, triggered when the broker's allocations fill the young generation.
+
+Why: on the local broker (Kafka 3.9.1, Java 17, G1 with ``-Xms256m -Xmx512m``), the slow 1 %
+of a dense feed's messages are the ones whose request or fetch overlaps a young pause (2026-11-23,
+``-Xlog:gc`` against the harness's per-message times: at 1000 msg/s over 32 partitions, nine
+pauses of 6-15 ms in 4.4 s, every message slower than the 99th percentile overlapping one;
+at 128 partitions on the sparse feed, the two slowest of 200). G1 collects the young
+generation when no new eden region can be had (openjdk/jdk
+``src/hotspot/share/gc/g1/g1CollectedHeap.cpp``: ``attempt_allocation_slow`` calls
+``do_collection_pause``), and the collection runs at a safepoint: every Java thread stops
+until it ends.
+
+What the broker allocates (measured with ``jstat -gc`` at 100 ms during calibration runs,
+``validate/calibrate_kafka.py``): an idle rate (the KRaft controller, timers), a fixed amount
+per produce request, and an amount per partition per consumer fetch (librdkafka's fetch
+request names every assigned partition, and the broker builds a response entry for each:
+128 partitions on the sparse feed allocate ten times what 1 partition does at the same
+request rate). Here the consumer keeps one fetch in flight per broker: an append while the
+fetch is out joins the next one (librdkafka ``src/rdkafka_fetcher.c``: a broker's
+``rkb_fetching`` is set while its Fetch is out and cleared in ``rd_kafka_broker_fetch_reply``;
+no second Fetch goes out meanwhile).
+
+The model: per broker, ``eden_mb`` of room; each produce request (when the broker reads
+it), each fetch and the idle rate use it; when it is full the broker pauses for a duration
+resampled from ``pause_ms`` (the measured young pauses) and the eden is empty again. A
+pause freezes the broker's work: a produce request's round trip, a stage on a broker thread
+(with the CPU model, ``broker.py``) and a fetch all take their time in unpaused time, so a
+request in flight when a pause starts is answered the pause's length later, and one sent
+during it waits for its end. Connections still answer in order (``client.py``).
+
+Simplifications: G1's adaptive eden size is one measured figure; mixed and remark pauses
+are counted as young ones when measured; the consumer's idle polls (no data) are in the idle
+rate; allocation during a pause counts at once.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Annotated
+
+import numpy as np
+import simpy
+
+from ..core.config import NONE_WORD, Float, NonNeg, PosFloat, Rule, at, config
+from .clock import ticks
+
+
+@config
+class GcConfig:
+    """The broker's young collections (module docstring); ``eden_mb = "none"`` (the
+    default): no pauses.
+
+    Examples
+    --------
+    >>> GcConfig(eden_mb=64, pause_ms=(8.0, 12.0)).on
+    True
+    """
+
+    eden_mb: Annotated[PosFloat | None, NONE_WORD] = None
+    idle_mb_per_s: NonNeg = 0.0
+    request_kb: NonNeg = 0.0
+    partition_fetch_kb: NonNeg = 0.0
+    pause_ms: tuple[Annotated[Float, at.Gt(0)], ...] = ()
+    RULES = (Rule("pause_ms", "at least one measured pause when eden_mb is set",
+                  lambda g: g.eden_mb is None or len(g.pause_ms) > 0),)
+
+    @property
+    def on(self) -> bool:
+        return self.eden_mb is not None
+
+
+class Collector:
+    """One broker JVM's young collections: :meth:`allocate` uses eden, :meth:`paused`
+    tells how much paused time lies between two instants (clock units)."""
+
+    def __init__(self, env: simpy.Environment, config: GcConfig,
+                 rng: np.random.Generator) -> None:
+        assert config.eden_mb is not None
+        self.env = env
+        self.eden_kb = config.eden_mb * 1024.0
+        self.idle_kb_per_tick = config.idle_mb_per_s * 1024.0 / ticks(1.0)
+        self.pauses = np.asarray([ticks(p / 1e3) for p in config.pause_ms], float)
+        self.rng = rng
+        self.used_kb = 0.0
+        self.since = 0.0                 # idle allocation counted up to here
+        self.starts: list[float] = []    # pauses, in order: start and cumulative paused time
+        self.ends: list[float] = []
+        self.before: list[float] = [0.0]   # paused time before pause k
+        self.armed = 0                   # the idle wake-up that counts (see _arm_idle)
+        self._arm_idle()
+
+    # ---------------------------------------------------------------- allocation
+    def allocate(self, kb: float) -> None:
+        self._count_idle()
+        self.used_kb += kb
+        if self.in_pause():
+            return
+        if self.used_kb >= self.eden_kb:
+            self._pause()
+        else:
+            self._arm_idle()           # the idle rate now fills eden sooner
+
+    def in_pause(self) -> bool:
+        return bool(self.ends) and self.env.now < self.ends[-1]
+
+    def _count_idle(self) -> None:
+        now = self.env.now
+        if not self.in_pause() and now > self.since:
+            self.used_kb += self.idle_kb_per_tick * (now - self.since)
+        self.since = max(self.since, now)
+
+    def _pause(self) -> None:
+        now = self.env.now
+        length = float(self.pauses[int(self.rng.integers(self.pauses.size))])
+        self.starts.append(now)
+        self.ends.append(now + length)
+        self.before.append(self.before[-1] + length)
+        self.used_kb = 0.0
+        self.since = now + length
+        self.armed += 1
+        self.env.timeout(length).callbacks.append(self._after_pause)
+
+    def _after_pause(self, _event: simpy.Event) -> None:
+        if self.used_kb >= self.eden_kb:   # filled during the pause
+            self._pause()
+        else:
+            self._arm_idle()
+
+    def _arm_idle(self) -> None:
+        """Wake when the idle rate would fill what is left of eden (a wake-up armed before
+        the latest allocation or pause is stale)."""
+        if self.idle_kb_per_tick <= 0:
+            return
+        self.armed += 1
+        token = self.armed
+        wait = max(1.0, (self.eden_kb - self.used_kb) / self.idle_kb_per_tick)
+
+        def wake(_event: simpy.Event) -> None:
+            if token != self.armed or self.in_pause():
+                return
+            self._count_idle()
+            if self.used_kb >= self.eden_kb:
+                self._pause()
+            else:
+                self._arm_idle()
+
+        self.env.timeout(wait).callbacks.append(wake)
+
+    # ---------------------------------------------------------------- frozen time
+    def paused_by(self, t: float) -> float:
+        """Paused time from the start of the run up to ``t``."""
+        k = bisect_right(self.starts, t)
+        if k == 0:
+            return 0.0
+        return self.before[k - 1] + min(t, self.ends[k - 1]) - self.starts[k - 1]
+
+    def run_after(self, delay: float, then) -> None:
+        """Call ``then()`` once ``delay`` of unpaused time has passed from now."""
+        mark = self.paused_by(self.env.now)
+
+        def check(_event: simpy.Event) -> None:
+            nonlocal mark
+            owed = self.paused_by(self.env.now) - mark
+            if owed > 0:
+                mark += owed
+                self.env.timeout(owed).callbacks.append(check)
+            else:
+                then()
+
+        self.env.timeout(max(0.0, delay)).callbacks.append(check)
+
+    def unpaused_clock(self, t: np.ndarray) -> np.ndarray:
+        """``t`` minus the paused time before it (vectorised :meth:`paused_by`)."""
+        starts, ends = np.asarray(self.starts), np.asarray(self.ends)
+        before = np.asarray(self.before[:-1])
+        k = np.searchsorted(starts, t, side="right")
+        out = np.asarray(t, float).copy()
+        hit = k > 0
+        j = k[hit] - 1
+        out[hit] -= before[j] + np.minimum(t[hit], ends[j]) - starts[j]
+        return out
+
+    def wall_clock(self, u: np.ndarray) -> np.ndarray:
+        """The earliest time whose unpaused clock reaches ``u`` (inverse of
+        :meth:`unpaused_clock`: a time that falls in a pause goes to its end)."""
+        starts = np.asarray(self.starts)
+        # unpaused clock at each pause's start; a pause k adds its length to every u beyond
+        at_start = starts - np.asarray(self.before[:-1])
+        k = np.searchsorted(at_start, u, side="left")
+        return np.asarray(u, float) + np.asarray(self.before)[k]
+
+
+__all__ = ["Collector", "GcConfig"]

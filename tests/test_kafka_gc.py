@@ -1,0 +1,143 @@
+"""The broker JVM's young collections (simbatch/kafka/gc.py): pauses come when eden is full
+and not before; a request in flight is held back by exactly the pause it overlaps; the
+paused clock and its inverse agree; with the broker's CPU on too, nothing is lost,
+duplicated or reordered; off, the engine is unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_kafka_properties import S, check_invariants, kafka_cases
+
+from simbatch.core.errors import ConfigError
+from simbatch.kafka import (
+    BrokerConfig,
+    ConsumerConfig,
+    GcConfig,
+    KafkaCase,
+    KafkaProducerConfig,
+    KafkaWorkload,
+    OuterBatcherConfig,
+)
+from simbatch.kafka import simulate as simulate_kafka
+from simbatch.kafka.gc import Collector
+from simbatch.kafka.producer import SEMANTICS
+
+
+def _case(gc: GcConfig, **workload) -> KafkaCase:
+    return KafkaCase(workload=KafkaWorkload(**{"n_messages": 2000, "interval_ms": 1.0,
+                                               **workload}),
+                     outer=OuterBatcherConfig(linger_ms=None),
+                     producer=KafkaProducerConfig(semantics="librdkafka", linger_ms=0,
+                                                  append_ms=0.8),
+                     consumer=ConsumerConfig(fetch_ms=0.3), gc=gc)
+
+
+def test_off_by_default_and_off_changes_nothing():
+    assert not KafkaCase().gc.on
+    plain = simulate_kafka(_case(GcConfig(), n_messages=300), 5)
+    assert not _case(GcConfig()).gc.on
+    on_but_never_full = simulate_kafka(_case(GcConfig(eden_mb=1e6, request_kb=1,
+                                                      pause_ms=(50.0,)), n_messages=300), 5)
+    np.testing.assert_array_equal(plain.latency_s, on_but_never_full.latency_s)
+
+
+def test_idle_allocation_alone_pauses_every_eden_over_rate_plus_the_pause():
+    # 10 MB of eden at 10 MB/s: full after 1 s; a pause of 50 ms, then 1 s more (nothing is
+    # allocated while paused): pauses start at 1.0, 2.05, 3.1 s
+    env = simpy.Environment()
+    gc = Collector(env, GcConfig(eden_mb=10, idle_mb_per_s=10, pause_ms=(50.0,)),
+                   np.random.default_rng(0))
+    env.run(until=3.2e6)                           # clock units: microseconds
+    assert np.allclose(gc.starts, [1.0e6, 2.05e6, 3.1e6], atol=2)
+    assert gc.paused_by(1.02e6) == pytest.approx(0.02e6)
+    assert gc.paused_by(3.2e6) == pytest.approx(0.15e6)
+
+
+def test_a_request_in_flight_is_held_back_by_the_pause_it_overlaps():
+    # one message every 1 ms, linger 0, round trip 0.8 ms, fetch 0.3 ms: 1.1 ms each; every
+    # produce request fills 1/100 of eden, so the 100th request (sent at 99 ms) pauses the
+    # broker for 20 ms: it is answered 20 ms late; so is the message before it, whose fetch
+    # (98.8-99.1 ms) the pause interrupts, and every message published during the pause
+    # (they wait for its end), less the time they were published into it.
+    gc = GcConfig(eden_mb=1, request_kb=1024 / 100, pause_ms=(20.0,))
+    run = simulate_kafka(_case(gc, n_messages=150, feed="periodic"), 1)
+    lat = run.latency_s * 1e3
+    base = 1.1
+    assert lat[:98] == pytest.approx(np.full(98, base), abs=1e-3)
+    assert lat[98:100] == pytest.approx([base + 20] * 2, abs=1e-3)
+    # published at 100 .. 118 ms: answered after the pause's end at 119 ms
+    assert lat[100:119] == pytest.approx(119 - np.arange(100, 119) + base, abs=1e-3)
+    assert lat[120:150] == pytest.approx(np.full(30, base), abs=1e-3)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(pauses=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 500)), max_size=8),
+       t=st.lists(st.integers(0, 20_000), min_size=1, max_size=30))
+def test_the_unpaused_clock_and_its_inverse_agree(pauses, t):
+    env = simpy.Environment()
+    gc = Collector(env, GcConfig(eden_mb=1, pause_ms=(1.0,)), np.random.default_rng(0))
+    at = 0.0
+    for gap, length in pauses:            # pauses laid end to start with gaps
+        at += gap
+        gc.starts.append(at)
+        gc.ends.append(at + length)
+        gc.before.append(gc.before[-1] + length)
+        at += length
+    times = np.asarray(t, float)
+    u = gc.unpaused_clock(times)
+    assert (np.diff(np.sort(u)) >= 0).all()
+    assert np.allclose(u, [x - gc.paused_by(x) for x in times])
+    back = gc.wall_clock(u)
+    # the earliest time with that unpaused clock: the time itself, or the start of the
+    # pause it falls in (or ends) when the unpaused clock stood still
+    assert np.allclose(gc.unpaused_clock(back), u) and (back <= times).all()
+    paused = np.array([any(s <= x <= e for s, e in zip(gc.starts, gc.ends, strict=True))
+                       for x in times], bool)
+    assert np.allclose(back[~paused], times[~paused])
+    assert set(back[back < times].tolist()) <= set(gc.starts)
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_with_pauses_and_the_broker_cpu_nothing_is_lost_duplicated_or_reordered(semantics):
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(case=kafka_cases(semantics), seed=S["seed"], eden_kb=st.integers(1, 200),
+           pause=st.integers(1, 300), cpu=st.booleans())
+    def run(case, seed, eden_kb, pause, cpu):
+        gc = GcConfig(eden_mb=eden_kb / 1024, idle_mb_per_s=0.5, request_kb=3,
+                      partition_fetch_kb=1, pause_ms=(pause / 10, pause / 3))
+        broker = BrokerConfig(cores=1, request_cpu_us=200) if cpu else BrokerConfig()
+        check_invariants(dataclasses.replace(case, gc=gc, broker=broker), seed)
+
+    run()
+
+
+def test_same_seed_same_pauses():
+    gc = GcConfig(eden_mb=0.2, idle_mb_per_s=1, request_kb=10, partition_fetch_kb=2,
+                  pause_ms=(3.0, 9.0, 30.0))
+    a, b = (simulate_kafka(_case(gc, n_messages=500, feed="poisson"), 9) for _ in range(2))
+    np.testing.assert_array_equal(a.latency_s, b.latency_s)
+    assert a.latency_s.max() > 0.003                      # some message met a pause
+
+
+def test_eden_without_a_measured_pause_is_refused():
+    with pytest.raises(ConfigError, match="pause_ms"):
+        GcConfig(eden_mb=64)
+    with pytest.raises(ConfigError, match="request_kb"):
+        GcConfig(eden_mb=64, request_kb=-1, pause_ms=(5.0,))
+
+
+def test_a_bad_gc_section_gets_the_one_error_format(tmp_path, capsys):
+    from simbatch.cli import main
+
+    path = tmp_path / "gc.toml"
+    path.write_text('[scenario]\nkind = "kafka"\n[workload]\nn_messages = 20\n'
+                    "[gc]\neden_mb = 64\npause_ms = [-3.0]\n")
+    assert main(["run", str(path), "--replications", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(path) in err and "[gc] pause_ms" in err, err
