@@ -59,6 +59,23 @@ def test_idle_allocation_alone_pauses_every_eden_over_rate_plus_the_pause():
     assert gc.paused_by(3.2e6) == pytest.approx(0.15e6)
 
 
+def test_every_other_young_collection_starts_a_cycle_whose_remark_stops_the_broker_too():
+    # young pauses of 50 ms at 1.0, 2.05, 3.1, 4.15 s (idle fill, as above); half a cycle per
+    # young collection: the 2nd and 4th start one, whose 20 ms Remark comes 100 ms after
+    # the young pause ends (marking); nothing is allocated while the broker is stopped, so
+    # the young pause after a Remark comes 20 ms later
+    env = simpy.Environment()
+    gc = Collector(env, GcConfig(eden_mb=10, idle_mb_per_s=10, pause_ms=(50.0,),
+                                 remarks_per_young=0.5, remark_ms=(20.0,), marking_ms=100),
+                   np.random.default_rng(0))
+    env.run(until=4.5e6)
+    lengths = np.subtract(gc.ends, gc.starts)
+    remarks = np.asarray(gc.starts)[np.isclose(lengths, 20e3)]
+    young = np.asarray(gc.starts)[np.isclose(lengths, 50e3)]
+    assert np.allclose(remarks, [young[1] + 150e3, young[3] + 150e3], atol=2)
+    assert np.allclose(np.diff(young), [1.05e6, 1.07e6, 1.05e6], atol=5)
+
+
 def test_a_request_in_flight_is_held_back_by_the_pause_it_overlaps():
     # one message every 1 ms, linger 0, round trip 0.8 ms, fetch 0.3 ms: 1.1 ms each; every
     # produce request fills 1/100 of eden, so the 100th request (sent at 99 ms) pauses the
@@ -128,6 +145,8 @@ def test_same_seed_same_pauses():
 def test_eden_without_a_measured_pause_is_refused():
     with pytest.raises(ConfigError, match="pause_ms"):
         GcConfig(eden_mb=64)
+    with pytest.raises(ConfigError, match="remark_ms"):
+        GcConfig(eden_mb=64, pause_ms=(5.0,), remarks_per_young=0.3)
     with pytest.raises(ConfigError, match="request_kb"):
         GcConfig(eden_mb=64, request_kb=-1, pause_ms=(5.0,))
 

@@ -337,7 +337,9 @@ def fitted_gc(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
     configuration, two equations in two costs); eden's size and the
     pauses as measured. None when those runs hold no pause or no allocation figures (a
     user's cluster, no ``jstat``, or no CPU configuration measured: one partition count
-    cannot tell a fetch's cost per partition)."""
+    cannot tell a fetch's cost per partition). The marking cycles' Remark stops, where the
+    runs hold any: how many per young collection, and their lengths (``marking_ms``, the
+    time from a cycle's start to its Remark, keeps its measured default)."""
     from scipy.optimize import nnls
 
     fit_name = FIT["librdkafka"]
@@ -364,6 +366,11 @@ def fitted_gc(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
     gc = {"eden_mb": round(eden, 1), "request_kb": round(float(request_kb), 2),
           "partition_fetch_kb": round(float(partition_fetch_kb), 3),
           "pause_ms": [round(float(x) * 1e3, 1) for x in np.sort(pauses)]}
+    remarks = np.concatenate([r["gc_remark_s"][np.isfinite(r["gc_remark_s"])]
+                              for r, _ in runs])
+    if remarks.size:            # marking cycles per young collection, and their stops
+        gc["remarks_per_young"] = round(remarks.size / pauses.size, 3)
+        gc["remark_ms"] = [round(max(float(x), 0.0005) * 1e3, 1) for x in np.sort(remarks)]
     notes = [f"# [gc]: fitted on {len(runs)} runs of {fit_name} and {CPU_FIT} (jstat -gc at "
              "100 ms over each timed span): allocation",
              "# per produce request and per partition of each fetch (each configuration's "

@@ -43,8 +43,9 @@ the feed starts (what else ran); ``produce_requests`` and ``fetch_requests``, th
 requests the producer sent and the Fetch requests the consumer sent over the timed span
 (librdkafka's statistics, ``brokers.*.req``; NaN for the Go and Java harnesses);
 ``broker_alloc_mb`` and ``broker_eden_mb``, what the broker JVM allocated over the timed span
-and its eden's size, and ``gc_pause_s``, its young collections' pauses over that span, one per
-row from the first (NaN below), all from ``jstat -gc PID 100`` (:class:`GcSampler`; NaN
+and its eden's size, ``gc_pause_s``, its young collections' pauses over that span, one per
+row from the first (NaN below), and ``gc_remark_s``, its marking cycles' stops the same way
+(Remark and Cleanup of one cycle together), all from ``jstat -gc PID 100`` (:class:`GcSampler`; NaN
 without the broker's pid or a JDK's ``jstat``). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
@@ -88,7 +89,7 @@ import numpy as np
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
            "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
-           "broker_alloc_mb", "broker_eden_mb", "gc_pause_s")
+           "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -225,11 +226,14 @@ def process_cpu_s(pid: int | None) -> float:
 
 class GcSampler:
     """The broker JVM's heap as ``jstat -gc PID 100`` (the JDK's tool) prints it, while the
-    timed span runs: :meth:`stop` returns (MB allocated, eden MB, young pauses in s).
+    timed span runs: :meth:`stop` returns (MB allocated, eden MB, young pauses in s,
+    marking cycles' stops in s).
 
     Allocation: eden's growth between samples, and across a young collection what was left
     to fill before it plus what is used after. A pause is a sample's growth of the young
-    collection time (``YGCT``), split evenly when a sample holds more than one collection.
+    collection time (``YGCT``), split evenly when a sample holds more than one collection;
+    a marking cycle's stop is a sample's growth of the concurrent collections' pause time
+    (``CGCT``: its Remark and its Cleanup, a few ms apart, fall in one sample).
     """
 
     def __init__(self, pid: int | None) -> None:
@@ -240,27 +244,30 @@ class GcSampler:
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          text=True)
 
-    def stop(self) -> tuple[float, float, list[float]]:
+    def stop(self) -> tuple[float, float, list[float], list[float]]:
         if self.proc is None:
-            return float("nan"), float("nan"), []
+            return float("nan"), float("nan"), [], []
         time.sleep(0.15)                 # one more sample after the span
         self.proc.terminate()
         out, _ = self.proc.communicate(timeout=5)
         return gc_figures(out)
 
 
-def gc_figures(text: str) -> tuple[float, float, list[float]]:
-    """(MB allocated, median eden MB, young pauses in s) from ``jstat -gc`` output."""
+def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
+    """(MB allocated, median eden MB, young pauses in s, marking cycles' stops in s) from
+    ``jstat -gc`` output."""
+    nothing: tuple[float, float, list[float], list[float]] = (float("nan"), float("nan"),
+                                                              [], [])
     lines = [ln.split() for ln in text.splitlines() if ln.strip()]
     if len(lines) < 3:
-        return float("nan"), float("nan"), []
+        return nothing
     head = lines[0]
     try:
         rows = [dict(zip(head, map(float, ln), strict=True)) for ln in lines[1:]
                 if ln != head]
     except ValueError:
-        return float("nan"), float("nan"), []
-    kb, pauses = 0.0, []
+        return nothing
+    kb, pauses, remarks = 0.0, [], []
     for a, b in zip(rows, rows[1:]):
         n = int(b["YGC"] - a["YGC"])
         if n == 0:
@@ -268,7 +275,9 @@ def gc_figures(text: str) -> tuple[float, float, list[float]]:
         else:
             kb += (a["EC"] - a["EU"]) + b["EU"] + (n - 1) * b["EC"]
             pauses += [(b["YGCT"] - a["YGCT"]) / n] * n
-    return kb / 1024, float(np.median([r["EC"] for r in rows])) / 1024, pauses
+        if b.get("CGC", 0.0) > a.get("CGC", 0.0):
+            remarks.append(b["CGCT"] - a["CGCT"])
+    return kb / 1024, float(np.median([r["EC"] for r in rows])) / 1024, pauses, remarks
 
 
 def machine_cpu_s() -> float:
@@ -412,9 +421,10 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
         cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
-        alloc_mb, eden_mb, pauses = heap.stop()
+        alloc_mb, eden_mb, pauses, remarks = heap.stop()
         rec["broker_alloc_mb"], rec["broker_eden_mb"] = alloc_mb, eden_mb
         rec["gc_pause_s"][:len(pauses)] = pauses[:n]
+        rec["gc_remark_s"][:len(remarks)] = remarks[:n]
         time.sleep(1.5 * STATS_MS / 1e3)         # the clients' statistics after the run
         rec["produce_requests"], rec["fetch_requests"] = np.subtract(_requests(stats),
                                                                      requests0)

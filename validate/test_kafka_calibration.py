@@ -277,17 +277,19 @@ JSTAT = """\
  0.0   65536.0  64000.0   90000.0     10    0.100     0    0.000     2    0.010    0.110
  0.0   65536.0   1000.0   91000.0     11    0.112     0    0.000     2    0.010    0.122
  0.0   65536.0   3000.0   91000.0     11    0.112     0    0.000     2    0.010    0.122
+ 0.0   65536.0   3000.0   91000.0     11    0.112     0    0.000     4    0.021    0.133
 """
 
 
 def test_jstat_samples_give_allocation_eden_and_each_young_pause():
     from validate.kafka_harness import gc_figures
 
-    mb, eden, pauses = gc_figures(JSTAT)
+    mb, eden, pauses, remarks = gc_figures(JSTAT)
     # 4000 KB, then (65536 - 64000) before the collection + 1000 after, then 2000: 8536 KB
     assert mb == pytest.approx(8536 / 1024)
     assert eden == pytest.approx(64.0) and pauses == pytest.approx([0.012])
-    assert gc_figures("") == (pytest.approx(float("nan"), nan_ok=True),) * 2 + ([],)
+    assert remarks == pytest.approx([0.011])         # a cycle's Remark and Cleanup together
+    assert gc_figures("") == (pytest.approx(float("nan"), nan_ok=True),) * 2 + ([], [])
 
 
 def test_the_collections_fitted_on_the_fit_runs_give_back_their_allocation():
@@ -296,8 +298,9 @@ def test_the_collections_fitted_on_the_fit_runs_give_back_their_allocation():
     from validate.calibrate_kafka import CPU_FIT, Measured, fitted_gc
     from validate.kafka_harness import COLUMNS
 
-    def rec(requests, fetches, parts, pauses):
+    def rec(requests, fetches, parts, pauses, remarks=()):
         r = np.full(50, np.nan, dtype=[(c, "f8") for c in COLUMNS])
+        r["gc_remark_s"][:len(remarks)] = remarks
         r["produce_requests"], r["fetch_requests"] = requests, fetches
         r["broker_alloc_mb"] = (20 * requests + 3 * fetches * parts) / 1024
         r["broker_eden_mb"] = 70.0
@@ -305,13 +308,15 @@ def test_the_collections_fitted_on_the_fit_runs_give_back_their_allocation():
         return r
 
     sparse = [rec(200, 202, 1, []), rec(200, 204, 1, [])]
-    cpu = [rec(1100, 1000, 4, [0.006]), rec(1200, 1100, 4, [0.009, 0.007])]
+    cpu = [rec(1100, 1000, 4, [0.006]), rec(1200, 1100, 4, [0.009, 0.007], [0.012])]
     results = {FIT["librdkafka"]: Measured(sparse, sparse),
                CPU_CONFIGS[0]: Measured(sparse, sparse, cpu)}
     gc, notes = fitted_gc(results)
     assert gc["request_kb"] == pytest.approx(20, rel=1e-3)
     assert gc["partition_fetch_kb"] == pytest.approx(3, rel=1e-3)
     assert gc["eden_mb"] == 70.0 and gc["pause_ms"] == [6.0, 7.0, 9.0]
+    assert gc["remarks_per_young"] == pytest.approx(1 / 3, abs=1e-3)
+    assert gc["remark_ms"] == [12.0]
     assert CPU_FIT in notes[0]
     # one partition count cannot tell the two costs apart: no [gc]
     assert fitted_gc({FIT["librdkafka"]: Measured(sparse, sparse)}) is None

@@ -23,15 +23,26 @@ no second Fetch goes out meanwhile).
 
 The model: per broker, ``eden_mb`` of room; each produce request (when the broker reads
 it), each fetch and the idle rate use it; when it is full the broker pauses for a duration
-resampled from ``pause_ms`` (the measured young pauses) and the eden is empty again. A
+resampled from ``pause_ms`` (the measured young pauses) and the eden is empty again.
+
+G1 also stops the world at the end of each concurrent marking cycle (the Remark pause; its
+Cleanup pause is under 1 ms): a cycle starts with a young pause once the old generation
+passes the initiating occupancy (``G1Policy::need_to_start_conc_mark``,
+``src/hotspot/share/gc/g1/g1Policy.cpp``), which promotion by
+young collections fills, so cycles come at a measured rate per young collection
+(``remarks_per_young``, from ``jstat``'s concurrent-pause count over the fit runs), each
+ending ``marking_ms`` after the young pause that started it in a Remark of a length
+resampled from ``remark_ms`` (measured: ``-Xlog:gc`` on the local broker, 2026-11-23,
+Concurrent Start to Remark 46 and 51 ms; Remarks of 7-16 ms, 2-3 per 4 s beside 5 young
+pauses at 1000 msg/s over 32 partitions). A
 pause freezes the broker's work: a produce request's round trip, a stage on a broker thread
 (with the CPU model, ``broker.py``) and a fetch all take their time in unpaused time, so a
 request in flight when a pause starts is answered the pause's length later, and one sent
 during it waits for its end. Connections still answer in order (``client.py``).
 
-Simplifications: G1's adaptive eden size is one measured figure; mixed and remark pauses
-are counted as young ones when measured; the consumer's idle polls (no data) are in the idle
-rate; allocation during a pause counts at once.
+Simplifications: G1's adaptive eden size is one measured figure; mixed collections count
+as young ones; the consumer's idle polls (no data) are in the idle rate; allocation during a
+pause counts at once.
 """
 
 from __future__ import annotations
@@ -62,8 +73,13 @@ class GcConfig:
     request_kb: NonNeg = 0.0
     partition_fetch_kb: NonNeg = 0.0
     pause_ms: tuple[Annotated[Float, at.Gt(0)], ...] = ()
+    remarks_per_young: NonNeg = 0.0
+    remark_ms: tuple[Annotated[Float, at.Gt(0)], ...] = ()
+    marking_ms: NonNeg = 50.0
     RULES = (Rule("pause_ms", "at least one measured pause when eden_mb is set",
-                  lambda g: g.eden_mb is None or len(g.pause_ms) > 0),)
+                  lambda g: g.eden_mb is None or len(g.pause_ms) > 0),
+             Rule("remark_ms", "at least one measured Remark when remarks_per_young > 0",
+                  lambda g: g.remarks_per_young == 0 or len(g.remark_ms) > 0))
 
     @property
     def on(self) -> bool:
@@ -81,6 +97,10 @@ class Collector:
         self.eden_kb = config.eden_mb * 1024.0
         self.idle_kb_per_tick = config.idle_mb_per_s * 1024.0 / ticks(1.0)
         self.pauses = np.asarray([ticks(p / 1e3) for p in config.pause_ms], float)
+        self.remarks = np.asarray([ticks(p / 1e3) for p in config.remark_ms], float)
+        self.remarks_per_young = config.remarks_per_young
+        self.marking = ticks(config.marking_ms / 1e3)
+        self.cycles = 0.0                # marking cycles owed (remarks_per_young each young)
         self.rng = rng
         self.used_kb = 0.0
         self.since = 0.0                 # idle allocation counted up to here
@@ -111,15 +131,35 @@ class Collector:
         self.since = max(self.since, now)
 
     def _pause(self) -> None:
-        now = self.env.now
+        """A young collection: eden is empty after it; it may start a marking cycle."""
         length = float(self.pauses[int(self.rng.integers(self.pauses.size))])
+        self._stop(length)
+        self.used_kb = 0.0
+        self.armed += 1
+        self.cycles += self.remarks_per_young
+        if self.cycles >= 1.0:
+            self.cycles -= 1.0
+            self.env.timeout(length + self.marking).callbacks.append(self._remark)
+        self.env.timeout(length).callbacks.append(self._after_pause)
+
+    def _remark(self, _event: simpy.Event | None) -> None:
+        """The marking cycle's Remark: a stop of its own (after any pause under way)."""
+        if self.in_pause():
+            self.env.timeout(self.ends[-1] - self.env.now).callbacks.append(self._remark)
+            return
+        self._count_idle()
+        length = float(self.remarks[int(self.rng.integers(self.remarks.size))])
+        self._stop(length)
+        self.armed += 1
+        self.env.timeout(length).callbacks.append(self._after_pause)
+
+    def _stop(self, length: float) -> None:
+        """Every broker thread stops for ``length`` from now."""
+        now = self.env.now
         self.starts.append(now)
         self.ends.append(now + length)
         self.before.append(self.before[-1] + length)
-        self.used_kb = 0.0
         self.since = now + length
-        self.armed += 1
-        self.env.timeout(length).callbacks.append(self._after_pause)
 
     def _after_pause(self, _event: simpy.Event) -> None:
         if self.used_kb >= self.eden_kb:   # filled during the pause
