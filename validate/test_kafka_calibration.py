@@ -99,13 +99,13 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 # module docstring of validate/calibrate_kafka.py for the mechanism looked for).
 NOT_YET: dict[tuple[str, str], str] = {
     ("linger10-p32-1000ps-dense", "p99"): (
-        "with the broker's young collections (simbatch/kafka/gc.py, fitted on the fit runs): "
-        "measured 20.4 / 22.3 ms, predicted 18.1 / 15.5 (-11 / -30 %, two sessions on "
-        "2026-11-23; before the collections were modelled, 12.4-13.9 against 18.8-30.5). "
-        "What is still missing, measured with -Xlog:gc,safepoint beside the harness: G1's "
-        "Remark pauses (7-16 ms, 2-3 per run beside 5 young ones), which jstat's young "
-        "time does not count and the model does not have; a young broker JVM (the first "
-        "runs after start, p99 69-107 ms)"),
+        "with the broker's young collections and Remark stops (simbatch/kafka/gc.py, "
+        "fitted on the fit runs), measured / predicted 20.4 / 18.1, 22.3 / 15.5 and "
+        "18.2 / 17.0 ms in three sessions on 2026-11-23 (-11, -30, -6 %), and within in the "
+        "fresh-clone run; before the collections were modelled, 12.4-13.9 against "
+        "18.8-30.5. The 32-partition tail still varies from session to session (18-32 ms "
+        "at 2000 msg/s), and a young broker JVM (the first runs after start) gives p99 "
+        "69-109 ms"),
     ("linger10-p32-1000ps-dense", "broker_cpu"): (
         "measured 0.49 / 0.53 / 0.55 cores, predicted 0.52 / 0.64 / 0.73 (+5 / +21 / +34 %; "
         "the last two on a broker started for the test suite, 2026-11-23): the per-request "
