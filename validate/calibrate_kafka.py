@@ -223,8 +223,11 @@ NOISY_PAUSE_S = 3.0
 # A fresh broker JVM stalls acks by 100-300 ms while its produce path is cold (measured: the
 # first configuration on a new broker had p99 241 ms against 10-24 ms once warm). This
 # discarded load runs before any measured configuration (cf. KIP-1052's warm-up option).
-WARMUP = HarnessConfig(n_messages=1500, feed="poisson", interval_ms=1, linger_ms=5,
-                       n_partitions=8, warmup_s=0.5)
+# 1,500 messages over 8 partitions were not enough: the first configuration measured after
+# them (linger10-p8-1000ps-dense) had p99 73-109 ms in two sessions on 2026-11-23, against
+# 15 ms later in a session; after 8,000 messages at 2000 msg/s over 32 partitions, 16.6 ms.
+WARMUP = HarnessConfig(n_messages=8000, feed="poisson", interval_ms=0.5, linger_ms=5,
+                       n_partitions=32, warmup_s=0.5)
 
 
 @dataclass(frozen=True)
