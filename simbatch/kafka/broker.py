@@ -109,8 +109,7 @@ class Broker:
     calls ``done()`` when the broker is through with it."""
 
     def __init__(self, env: simpy.Environment, config: BrokerConfig,
-                 rng: np.random.Generator | None = None, gc: Collector | None = None,
-                 request_kb: float = 0.0) -> None:
+                 rng: np.random.Generator | None = None, gc: Collector | None = None) -> None:
         assert config.cores is not None
         self.env = env
         self.config = config
@@ -122,7 +121,6 @@ class Broker:
         self._fetches: deque[tuple[int, float]] = deque()     # the consumer's connection
         self._fetching = False
         self.gc = gc                        # young pauses freeze every stage (gc.py)
-        self.request_kb = request_kb
 
     def submit(self, records: int, n_bytes: float, done: Callable[[], None]) -> None:
         """Serve a produce request; ``done()`` when its append is through (then its
@@ -192,7 +190,7 @@ class Broker:
         network, io = self.config.stages_s(records, n_bytes)
         self.cpu_s += network + io
         if self.gc is not None:
-            self.gc.allocate(self.request_kb)
+            self.gc.request_read()
         self._stage(self.network, ticks(network),
                     lambda: self._stage(self.io, ticks(io), _nothing))
 

@@ -98,7 +98,7 @@ class Connection:
 
     def __init__(self, env: simpy.Environment, on_response: Callable[[int], None],
                  broker: Broker | None = None, reference: float = 0.0,
-                 gc: Collector | None = None, request_kb: float = 0.0) -> None:
+                 gc: Collector | None = None) -> None:
         self.env = env
         self.on_response = on_response
         # (request, answer time, paused time counted so far: see _answer)
@@ -109,7 +109,6 @@ class Connection:
         self.waiting: deque[tuple[int, float, int, float]] = deque()
         self.serving = False
         self.gc = gc
-        self.request_kb = request_kb
 
     @property
     def in_flight(self) -> int:
@@ -118,7 +117,7 @@ class Connection:
     def send(self, request: int, latency: float, records: int = 1,
              n_bytes: float = 0.0) -> None:
         if self.gc is not None:
-            self.gc.allocate(self.request_kb)
+            self.gc.request_read()
         if self.broker is None:
             self._answer_at(request, self.env.now + latency)
             return
@@ -177,7 +176,7 @@ class Client:
                  partition_rng: np.random.Generator, partition_out: array | np.ndarray,
                  produce_out: array | np.ndarray | None = None,
                  brokers: Sequence[Broker] | None = None, record_bytes: int = 0,
-                 gcs: Sequence[Collector] | None = None, request_kb: float = 0.0) -> None:
+                 gcs: Sequence[Collector] | None = None) -> None:
         self.env = env
         self.config = config
         self.keyed_partition = keyed_partition
@@ -200,7 +199,7 @@ class Client:
         if brokers:      # the fitted round trip's own service: one record at an idle broker
             reference = ticks(brokers[0].config.produce_s(1, record_bytes))
         self.conns = [Connection(env, self._response, brokers[b] if brokers else None,
-                                 reference, gcs[b] if gcs else None, request_kb)
+                                 reference, gcs[b] if gcs else None)
                       for b in range(n_brokers)]
         self._request_records: list[np.ndarray] = []
         self._append_s = config.append_ms / 1e3

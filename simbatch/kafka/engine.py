@@ -226,8 +226,7 @@ class _Simulation:
         bc = self.case.broker
         if not bc.on:
             return None
-        out = [Broker(self.env, bc, self.rngs["broker"],
-                      self.gcs[b] if self.gcs else None, self.case.gc.request_kb)
+        out = [Broker(self.env, bc, self.rngs["broker"], self.gcs[b] if self.gcs else None)
                for b in range(self.case.producer.n_brokers)]
         for broker in out:
             broker.start_background(self._record_bytes)
@@ -256,7 +255,7 @@ class _Simulation:
             on_append=lambda records, now, request: self._on_append(records, now, request, k),
             append_rng=self._stream(k, "append"), partition_rng=self._stream(k, "partition"),
             partition_out=self.parts, produce_out=self.produced, brokers=self.brokers,
-            record_bytes=self._record_bytes, gcs=self.gcs, request_kb=self.case.gc.request_kb)
+            record_bytes=self._record_bytes, gcs=self.gcs)
 
     # ------------------------------------------------------------------ the consumer
     def _on_append(self, records: np.ndarray, now: float, request: int, k: int = 0) -> None:

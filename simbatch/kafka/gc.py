@@ -95,6 +95,7 @@ class Collector:
         assert config.eden_mb is not None
         self.env = env
         self.eden_kb = config.eden_mb * 1024.0
+        self.request_kb = config.request_kb
         self.idle_kb_per_tick = config.idle_mb_per_s * 1024.0 / ticks(1.0)
         self.pauses = np.asarray([ticks(p / 1e3) for p in config.pause_ms], float)
         self.remarks = np.asarray([ticks(p / 1e3) for p in config.remark_ms], float)
@@ -111,6 +112,10 @@ class Collector:
         self._arm_idle()
 
     # ---------------------------------------------------------------- allocation
+    def request_read(self) -> None:
+        """The broker read a produce request: its allocation."""
+        self.allocate(self.request_kb)
+
     def allocate(self, kb: float) -> None:
         self._count_idle()
         self.used_kb += kb
