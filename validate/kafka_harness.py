@@ -262,10 +262,13 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
     if len(lines) < 3:
         return nothing
     head = lines[0]
-    try:
-        rows = [dict(zip(head, map(float, ln), strict=True)) for ln in lines[1:]
-                if ln != head]
-    except ValueError:
+    rows = []
+    for ln in lines[1:]:           # a line cut short as jstat is stopped is left out
+        try:
+            rows.append(dict(zip(head, map(float, ln), strict=True)))
+        except ValueError:
+            continue
+    if len(rows) < 2:
         return nothing
     kb, pauses, remarks = 0.0, [], []
     for a, b in zip(rows, rows[1:]):
