@@ -48,6 +48,7 @@ type options struct {
 	hostScale                  float64
 	dry                        bool
 	detailReps                 int
+	traceDir                   string
 }
 
 func parseFlags() (options, error) {
@@ -72,6 +73,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.probeEvery, "probe-every", 10, "run a CPU-availability probe at each GOMAXPROCS every N blocks (0: never)")
 	flag.DurationVar(&o.probeD, "probe", 10*time.Millisecond, "duration of each CPU-availability probe")
 	flag.IntVar(&o.detailReps, "flush-detail-reps", -1, "write flushes.csv rows of blocks above 256 transactions for their first R repetitions only (-1: all), to bound the file's size")
+	flag.StringVar(&o.traceDir, "trace", "", "write an execution trace (runtime/trace, read with go tool trace) of every measured block into this directory, one file per block: for looking at one cell's scheduling with -only, not for timing")
 	flag.BoolVar(&o.dry, "dry", false, "print the cells and their estimated block times, measure nothing")
 	flag.Parse()
 	var err error
@@ -220,7 +222,7 @@ func runCells(o options, cells []cell, left leftOut) error {
 	defer probes.Close()
 
 	r := &runner{pool: batcherPool{}, warmup: o.warmup, seed: o.seed, blocks: blocks,
-		flushes: flushes, gcBetween: o.gc == "between", detailReps: o.detailReps,
+		flushes: flushes, gcBetween: o.gc == "between", detailReps: o.detailReps, traceDir: o.traceDir,
 		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs}
 	setProcs(1) // calibrate the spin on one core, as undisturbed as the machine allows
 	r.spinIters = calibrateSpin(o.flushD)

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/trace"
+	"strings"
 	"time"
 )
 
@@ -16,7 +19,8 @@ type runner struct {
 	spinIters  int64
 	gcBetween  bool
 	warmup     int
-	detailReps int // see -flush-detail-reps
+	detailReps int    // see -flush-detail-reps
+	traceDir   string // see -trace
 	seed       uint64
 	blocks     *csvFile
 	flushes    *csvFile
@@ -141,8 +145,13 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res := blockResult{c: c, rep: rep}
 	res.loadavg, res.running = loadavg()
 	lib0, cpu0, proc0, gc0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles()
+	stopTrace, err := r.startTrace(c, rep)
+	if err != nil {
+		return blockResult{}, measuredBlock{}, err
+	}
 	res.startUnix = time.Now()
 	startNs, endNs := blk.run(b, c.fan)
+	stopTrace()
 	proc1, cpu1, lib1, gc1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles()
 
 	res.blockTime = time.Duration(endNs - startNs)
@@ -154,6 +163,24 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res.lat = itemLatencies(blk.items)
 	res.inflightMax = blk.rec.inflightMax.Load()
 	return res, measuredBlock{blk, startNs}, nil
+}
+
+// startTrace starts an execution trace of one block when -trace is given (a traced block runs
+// slower: the tracer records every scheduling event); the returned function stops it.
+func (r *runner) startTrace(c cell, rep int) (func(), error) {
+	if r.traceDir == "" {
+		return func() {}, nil
+	}
+	name := strings.NewReplacer("/", "_", ".", "_").Replace(c.id())
+	f, err := os.Create(filepath.Join(r.traceDir, fmt.Sprintf("%s_rep%d.trace", name, rep)))
+	if err != nil {
+		return nil, fmt.Errorf("-trace: %v", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-trace: %v", err)
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
 
 func (res blockResult) reasonsAgree() bool {
