@@ -112,6 +112,73 @@ def test_a_running_processor_s_runnext_is_stolen_only_after_the_back_off():
     assert started["worker"] == (55.0, 1)
 
 
+def test_a_slower_processor_takes_longer_for_the_same_cpu_and_the_first_keeps_its_speed():
+    # [host] speed_ratio: one ratio drawn per processor after the first, slower or faster
+    grid = tuple(np.linspace(0, 1, 11))
+    host = HostConfig(quantiles=grid, speed_ratio=(1.1,) * 11)
+    timing = HostTiming(host, np.random.default_rng(3))
+    speeds = [timing.processor_speeds(2) for _ in range(40)]
+    assert all(s[0] == 1.0 and s[1] == pytest.approx(1.1 ** (1 if s[1] > 1 else -1))
+               for s in speeds)
+    assert {s[1] > 1 for s in speeds} == {True, False}
+    assert HostTiming(HostConfig(), np.random.default_rng(3)).processor_speeds(4) == [1.0] * 4
+    env = simpy.Environment()
+    sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
+                      HostTiming(HostConfig(wake_us=(5.0,), backoff_us=(3.0,))))
+    sched.ps[1].slowness = 1.5
+    ends = {}
+
+    def spin(g, i):
+        yield 100_000.0                # 100 us of CPU
+        ends[i] = (round(sched.now * 1e6, 3), g.p.id)
+
+    def main(g):
+        for i in range(2):
+            sched.go(spin, i)
+        yield 1000.0
+
+    sched.start(main)
+    env.run()
+    # P0 runs its runnext (1) after main's 1 us; P1 wakes at 5 us and steals 0
+    assert ends == {1: (101.0, 0), 0: (155.0, 1)}
+
+
+def test_two_running_processors_interleave_a_shared_channel_below_a_microsecond():
+    # while P1 runs, P0's long run of small operations ends every SHARED_QUANTUM_NS, so a
+    # value P1 puts in the buffer meanwhile is seen by P0's next poll, not a whole run later
+    from simbatch.batching.gosync import Chan
+    from simbatch.batching.scheduler import SHARED_QUANTUM_NS
+
+    env, sched = _sched(procs=2, wake_us=1.0)
+    ch = Chan(sched, 100)
+    seen = []
+
+    def poller(g):
+        for _ in range(200):
+            ok, value, _ = ch.poll()
+            if ok:
+                seen.append((sched.now, value))
+            yield 100.0                # 100 ns per poll: 20 us in all
+
+    def putter(g):
+        yield 1500.0                   # 1.5 us after it starts, on the other processor
+        put.append(sched.now)
+        ch.try_send("x")
+        yield 100.0
+
+    put: list[float] = []
+
+    def main(g):
+        sched.go(putter)
+        yield from poller(g)
+
+    sched.start(main)
+    env.run()
+    (t, value), = seen
+    assert value == "x" and put[0] < 20e-6
+    assert 0 <= t - put[0] <= (SHARED_QUANTUM_NS + 100.0) * 1e-9
+
+
 def test_a_timer_fires_at_the_next_scheduling_point_of_a_busy_processor():
     env, sched = _sched()
     woke = []
@@ -215,7 +282,8 @@ def test_two_processors_vary_drain_composition_from_seed_to_seed_and_repeat_per_
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("section,key,value", [
     ("go", "gomaxprocs", 0), ("go", "spawn_ns", -1), ("go", "flush_cpu", 1),
-    ("host", "wake_us", [-1.0]), ("host", "stall_per_s", [-5.0])])
+    ("host", "wake_us", [-1.0]), ("host", "stall_per_s", [-5.0]),
+    ("host", "speed_ratio", [0.5])])
 def test_bad_values_are_refused_in_the_one_format(tmp_path, section, key, value):
     file = tmp_path / "s.toml"
     file.write_text(f"[{section}]\n{key} = {json.dumps(value)}\n")

@@ -29,7 +29,7 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
 
 Usage::
 
-    python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full2 \\
+    python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full3 \\
         --costs models/gobatcher-costs-loopback.toml --fit --out models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go models/gobatcher-loopback.toml
 
@@ -82,16 +82,56 @@ def read_csv(path: Path) -> pd.DataFrame:
 def load_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(blocks, probes) of a harness run directory (probes ``None`` if it has none); each
     block with ``first_flush_s``, when its first flush started (NaN where the run kept no
-    flush rows for it)."""
+    flush rows for it), and ``speed_ratio`` (:func:`speed_ratio_from`; NaN where it cannot
+    be told)."""
     blocks = read_csv(run / "blocks.csv")
     flushes = read_csv(run / "flushes.csv")
     first = flushes.groupby(["cell_no", "rep"]).start_us.min().rename("first_flush_s") / 1e6
     blocks = blocks.join(first, on=["cell_no", "rep"])
+    blocks = blocks.join(speed_ratio_from(blocks, flushes), on=["cell_no", "rep"])
     probes = None
     for name in ("probes.csv", "probes.csv.gz"):
         if (run / name).exists():
             probes = pd.read_csv(run / name, keep_default_na=False)
     return blocks, probes
+
+
+SPEED_MIN_FLUSHES = 10
+"""Flushes each processor's chain needs for its median to count (:func:`speed_ratio_from`)."""
+
+
+def _chain_ratio(starts: np.ndarray, ends: np.ndarray) -> float:
+    """The ratio of the two processors' median flush durations in one block (NaN if either
+    ran too few): each flush goes to the processor that came free last before it started
+    (a processor runs its next flush right after the last, through the worker's hand-off),
+    and a flush that starts while both are busy is left out."""
+    last = [-math.inf, -math.inf]
+    chains: list[list[float]] = [[], []]
+    for s, e in zip(starts, ends):
+        free = [i for i in (0, 1) if last[i] <= s + 2]     # 2 us: the clock's reading gap
+        if not free:
+            continue
+        i = max(free, key=lambda k: last[k])
+        chains[i].append(e - s)
+        last[i] = e
+    if min(len(c) for c in chains) < SPEED_MIN_FLUSHES:
+        return math.nan
+    a, b = (float(np.median(c)) for c in chains)
+    return max(a, b) / min(a, b)
+
+
+def speed_ratio_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.Series:
+    """How much faster one of the two processors ran the same CPU work than the other, per
+    block of a CPU-burning flush at GOMAXPROCS 2 (``speed_ratio``, indexed by cell_no and
+    rep). Every spin flush is the same work, so the two processors' median flush durations
+    differ only by their speeds (a stall lengthens a few flushes, not the median)."""
+    spin = blocks[(blocks.flush == "spin") & (blocks.gomaxprocs == 2)][["cell_no", "rep"]]
+    rows = flushes.merge(spin, on=["cell_no", "rep"]).sort_values(["cell_no", "rep", "start_us"])
+    out = {key: _chain_ratio(g.start_us.to_numpy(float), g.end_us.to_numpy(float))
+           for key, g in rows.groupby(["cell_no", "rep"], sort=False)}
+    index = pd.MultiIndex.from_tuples(list(out), names=["cell_no", "rep"]) if out else \
+        pd.MultiIndex.from_arrays([[], []], names=["cell_no", "rep"])
+    return pd.Series(list(out.values()), index=index, name="speed_ratio", dtype=float)
 
 
 def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
@@ -104,22 +144,31 @@ def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ the host
-def _quantiles(samples: Iterable[float], grid: np.ndarray) -> list[float]:
+def _quantiles(samples: Iterable[float], grid: np.ndarray, digits: int = 1) -> list[float]:
     s = np.sort(np.asarray(list(samples), float))
     idx = np.floor((len(s) - 1) * grid).astype(int)
-    return [round(float(v), 1) for v in s[idx]]
+    return [round(float(v), digits) for v in s[idx]]
 
 
 def _floats(text: str) -> list[float]:
     return [float(x) for x in str(text).split()] if str(text).strip() else []
 
 
-def host_from_probes(host_file: Path, probes: pd.DataFrame | None) -> tuple[HostConfig, dict]:
+def host_from_probes(host_file: Path, probes: pd.DataFrame | None,
+                     blocks: pd.DataFrame | None = None) -> tuple[HostConfig, dict]:
     """The host a run saw: the timers of ``host_file`` (its ``[host]`` table) and, from the
-    run's probes, the stalls of the client's threads and idle processors' wake-ups.
-    Returns the config and a summary for the report."""
+    run's probes, the stalls of the client's threads and idle processors' wake-ups; from
+    its blocks (``speed_ratio``, :func:`load_run`), how much the two processors' speeds
+    differ. Returns the config and a summary for the report."""
     table = dict(tomllib.loads(host_file.read_text())["host"])
     summary: dict[str, Any] = {"host_file": str(host_file)}
+    ratios = (blocks.speed_ratio.dropna() if blocks is not None and "speed_ratio" in blocks
+              else pd.Series(dtype=float))
+    if len(ratios) >= 10:
+        table["speed_ratio"] = tuple(max(1.0, v) for v in _quantiles(
+            ratios, np.asarray(table["quantiles"], float), digits=4))
+        summary["speed_ratio_p50"] = round(float(ratios.median()), 4)
+        summary["speed_ratio_blocks"] = len(ratios)
     if probes is None or probes.empty:
         return HostConfig(**table), summary
     grid = np.asarray(table["quantiles"], float)
@@ -385,7 +434,7 @@ def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    ap.add_argument("--run", type=Path, default=HARNESS / "data" / "full2")
+    ap.add_argument("--run", type=Path, default=HARNESS / "data" / "full3")
     ap.add_argument("--host", type=Path, default=ROOT / "models" / "host-loopback.toml")
     ap.add_argument("--costs", type=Path, default=ROOT / "models" / "gobatcher-costs-loopback.toml",
                     help="the harness's -costs file (micro-benchmarks)")
@@ -398,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     blocks, probes = load_run(args.run)
     cells = cells_of(blocks)
-    host, summary = host_from_probes(args.host, probes)
+    host, summary = host_from_probes(args.host, probes, blocks)
     print(f"run {args.run}: {len(cells)} cells, {len(blocks)} blocks, block load average "
           f"median {blocks.loadavg_1m.median():.2f}; host: {summary}")
     fit_cells = cells[cells.apply(is_fit_cell, axis=1)]

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -35,6 +36,7 @@ from validate.calibrate_gobatcher import (
     judge,
     load_run,
     report,
+    speed_ratio_from,
 )
 
 _PROXY = re.compile(r"proxy\.golang\.org|dial tcp|no such host|lookup |i/o timeout|"
@@ -67,7 +69,7 @@ def small_run(tmp_path_factory):
 def judged(small_run):
     blocks, probes = load_run(small_run)
     cells = cells_of(blocks)
-    host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes)
+    host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
     go = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
     table = compare(cells, host, go, reps=30)
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
@@ -88,17 +90,20 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
     assert not cells.apply(is_fit_cell, axis=1).any()
 
 
-# The issue's figures that the model does not reach yet (measured on this VM, 2026-11-23,
-# `python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full2 --go
-# models/gobatcher-loopback.toml`): 86 % of the 974 predicted cells within 15 % (worst
-# 11.8x), the GOMAXPROCS 1 : 2 ratio within 15 % on 81 % of 475 pairs. Two thirds of the
-# misses are drain mode with a CPU-burning flush at GOMAXPROCS 2, where the real worker
-# gathers ~14 transactions per flush and the model about one; cap = all at N >= 1000 and
-# GOMAXPROCS 2 is the rest. That is the open part of issue 11. Measured in this job, so not
-# strict: a quiet machine may meet them.
-SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: drain mode with a CPU-burning "
-                          "flush at GOMAXPROCS 2 makes ~1 transaction per flush where the "
-                          "real worker gathers ~14 (see comment)")
+# The issue's figures that the model does not reach yet on the recorded full grid (measured
+# on this VM on a quiet machine, 2026-11-23 18:57-19:19 UTC; `python -m
+# validate.calibrate_gobatcher --run validate/gobatcher/data/full3 --go
+# models/gobatcher-loopback.toml --reps 10`): 89.6 % of the 974 predicted cells within 15 %
+# (worst 6.7x), the GOMAXPROCS 1 : 2 ratio within 15 % on 82 % of 475 pairs. Most misses are
+# drain mode with a CPU-burning flush at GOMAXPROCS 2, where the two processors' flush cycles
+# meet and the block collapses into a few large flushes (an execution trace of the real
+# harness shows it; the model has the mechanism, `[host] speed_ratio` and the scheduler's
+# shared quantum, but not yet how often it happens per cell). The small grid measured in the
+# job passed the first figure on a quiet machine (95 %, worst 1.31x). Measured in this job,
+# so not strict.
+SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode with a "
+                          "CPU-burning flush at GOMAXPROCS 2 collapses into a few large "
+                          "flushes is not yet predicted per cell (see comment)")
 
 
 @SHORT
@@ -145,22 +150,53 @@ def test_flush_counts_cover_the_measured_range_where_drain_is_on(judged):
 
 
 # ------------------------------------------------------------------ on the recorded run
-def test_the_recorded_run_gives_the_host_its_stalls_and_wake_ups():
-    _, probes = load_run(HARNESS / "data" / "full2")
-    host, summary = host_from_probes(ROOT / "models" / "host-loopback.toml", probes)
-    # two threads busy lose far more to the neighbours than one (per second of running)
+RECORDED = HARNESS / "data" / "full3"
+
+
+def test_the_recorded_run_gives_the_host_its_stalls_wake_ups_and_speeds():
+    blocks, probes = load_run(RECORDED)
+    host, summary = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
+    # two threads busy lose more to the rest of the machine than one (per second of running)
     assert host.stall_per_s[1] > host.stall_per_s[0] > 0
     assert len(host.wake_us) == len(host.quantiles) == len(host.backoff_us)
     # runqgrab's usleep(3) is stretched to tens of microseconds by the kernel's timer slack
     assert 30 < summary["backoff_us_p50"] < 200
+    # the two processors' speeds differ by well under a few per cent in most blocks
+    assert summary["speed_ratio_blocks"] >= 100
+    assert 1.0 < summary["speed_ratio_p50"] < 1.03
+    assert len(host.speed_ratio) == len(host.quantiles) and host.speed_ratio[0] >= 1.0
+
+
+def _spin_block(durations_a, durations_b, gap_us=5.0):
+    """A GOMAXPROCS-2 spin block's flushes: two processors taking turns, each starting its
+    next flush ``gap_us`` after its last, the second half a period behind the first."""
+    rows = []
+    for durations, t in ((durations_a, 0.0), (durations_b, 250.0)):
+        for d in durations:
+            rows.append({"cell_no": 7, "rep": 0, "start_us": t, "end_us": t + d})
+            t += d + gap_us
+    flushes = pd.DataFrame(rows).sort_values("start_us")
+    blocks = pd.DataFrame([{"cell_no": 7, "rep": 0, "flush": "spin", "gomaxprocs": 2}])
+    return blocks, flushes
+
+
+def test_the_speed_ratio_is_the_two_processors_median_flush_ratio():
+    blocks, flushes = _spin_block([500.0] * 30, [510.0] * 29 + [4000.0])   # one long stall
+    ratio = speed_ratio_from(blocks, flushes)
+    assert ratio.loc[(7, 0)] == pytest.approx(1.02)
+    # too few flushes on a processor to tell: not a measurement
+    blocks, flushes = _spin_block([500.0] * 30, [510.0] * 5)
+    assert np.isnan(speed_ratio_from(blocks, flushes).loc[(7, 0)])
+    # sleep flushes say nothing about the processors' speeds
+    assert speed_ratio_from(blocks.assign(flush="sleep"), flushes).empty
 
 
 def test_the_fit_improves_the_fit_cells_of_the_recorded_run():
     from validate.calibrate_gobatcher import _log_error, fit
 
-    blocks, probes = load_run(HARNESS / "data" / "full2")
+    blocks, probes = load_run(RECORDED)
     cells = cells_of(blocks)
-    host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes)
+    host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
     start = go_from_file(ROOT / "models" / "gobatcher-costs-loopback.toml")
     few = cells[cells.apply(is_fit_cell, axis=1) & (cells.n_tx == 1000)
                 & (cells.gomaxprocs == 1)].head(4)

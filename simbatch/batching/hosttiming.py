@@ -36,7 +36,18 @@ Two more properties of the host matter when the client's CPU is modelled (``[go]
   stalls per second of running when ``k`` of the client's threads are running, each stall
   lasting a draw from ``stall_us["k"]``. The harness measures both between blocks (its
   probes: goroutines reading the clock in a tight loop, a gap being a stall). A quiet host
-  has none (the default).
+  has none (the default);
+* ``speed_ratio``: how much faster one of the machine's processors runs the same CPU work
+  than another (a vCPU's host core, its SMT sibling's load, its clock), at ``quantiles``
+  (ratios >= 1). The harness measures it from its spin flushes at GOMAXPROCS 2: the flushes
+  of a block fall into two chains, one per processor, whose median durations differ by a
+  median 0.6 % on a quiet host (``validate/calibrate_gobatcher.py``, ``speed_ratio_from``).
+  Each run draws one ratio per processor after the first, which then runs its CPU that much
+  slower or faster (even odds). It matters where two processors take turns at equal
+  CPU-bound flushes: their cycles drift apart by the difference every flush, so sooner or
+  later they meet, and what ran between the flushes on one processor runs beside the
+  other's (go-batcher's drain mode then gathers many transactions per flush). Empty (the
+  default): every processor runs at the same speed.
 
 Simplification: the sleep and timer distributions are those of an idle process. When the
 client's CPU is modelled, a timer that expires while one of its processors is running fires
@@ -74,7 +85,7 @@ def _lists_ok(c: HostConfig) -> bool:
 
 
 def _needs_grid(c: HostConfig) -> bool:
-    return bool(c.sleep_us or c.timer_us or c.afterfunc_us or c.stall_us
+    return bool(c.sleep_us or c.timer_us or c.afterfunc_us or c.stall_us or c.speed_ratio
                 or len(c.wake_us) > 1 or len(c.backoff_us) > 1)
 
 
@@ -110,6 +121,8 @@ class HostConfig:
         = a quiet host.
     stall_us : table of lists
         Stall lengths (microseconds) at ``quantiles``, keyed by threads running ("1", ...).
+    speed_ratio : list of float
+        The ratio of two processors' speeds (>= 1) at ``quantiles``; empty = all equal.
 
     Examples
     --------
@@ -127,6 +140,7 @@ class HostConfig:
     backoff_us: tuple[Annotated[Float, at.Ge(0)], ...] = (3.0,)
     stall_per_s: tuple[NonNeg, ...] = ()
     stall_us: dict[Str, Distribution] = Field(default_factory=dict)
+    speed_ratio: tuple[Annotated[Float, at.Ge(1)], ...] = ()
     RULES = (
         Rule("quantiles", "ascending from 0 to 1 when distributions are given", _grid_ok),
         Rule("wake_us", "one value, or one ascending value per quantile",
@@ -138,6 +152,8 @@ class HostConfig:
                            for k, rate in enumerate(c.stall_per_s) if rate > 0)),
         Rule("stall_us", "one ascending value per quantile in each list",
              lambda c: all(_ascending(v, len(c.quantiles)) for v in c.stall_us.values())),
+        Rule("speed_ratio", "empty, or one ascending value (>= 1) per quantile",
+             lambda c: not c.speed_ratio or _ascending(c.speed_ratio, len(c.quantiles))),
         Rule("sleep_us", "a table keyed by positive durations in microseconds",
              lambda c: _keys_ok(c.sleep_us)),
         Rule("timer_us", "a table keyed by positive durations in microseconds",
@@ -216,6 +232,7 @@ class HostTiming:
         self._backoff = np.asarray(config.backoff_us, float)
         self._stall_rate = tuple(config.stall_per_s)
         self._stall_us = {int(k): np.asarray(v, float) for k, v in config.stall_us.items()}
+        self._speed = np.asarray(config.speed_ratio, float)
 
     def _uniform(self) -> float:
         if not self._u:
@@ -257,6 +274,18 @@ class HostTiming:
         while key not in self._stall_us:
             key -= 1
         return float(np.interp(self._uniform(), self._grid, self._stall_us[key])) * 1e-6
+
+    def processor_speeds(self, n: int) -> list[float]:
+        """How long each of ``n`` processors takes per unit of CPU work, drawn for a run:
+        the first 1, each other one the first's time times or divided by (even odds) a
+        draw from ``speed_ratio`` (all 1 without it)."""
+        if not self._speed.size or n < 2:
+            return [1.0] * n
+        out = [1.0]
+        for _ in range(n - 1):
+            r = float(np.interp(self._uniform(), self._grid, self._speed))
+            out.append(r if self._uniform() < 0.5 else 1.0 / r)
+        return out
 
     def exponential(self) -> float:
         """A unit exponential draw (time to the next stall, in units of 1/rate)."""

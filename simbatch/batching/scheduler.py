@@ -39,6 +39,9 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
 * **The host's other processes** take a running processor's thread now and then: a run is
   lengthened by a stall at the host's measured rate (``[host] stall_per_s``, by how many
   of the client's threads are running) and length (``stall_us``).
+* **The host's processors differ in speed** (``[host] speed_ratio``): each processor's
+  runs take its own multiple of their CPU, drawn for the run
+  (:meth:`~simbatch.batching.hosttiming.HostTiming.processor_speeds`).
 
 So the order of simultaneous runnable goroutines -- the worker woken by a ``Put`` against
 the producers still putting -- follows from these rules and the random wake-up latencies:
@@ -79,6 +82,9 @@ SYNC = object()
 real simulation event."""
 
 QUANTUM_NS = 5000.0
+SHARED_QUANTUM_NS = 250.0
+"""While another processor runs too, a run ends after this much CPU, so that what the two
+do to the same channels interleaves at this resolution (a run's effects land at its start)."""
 COLD_AFTER_S = 100e-6
 """A goroutine parked for longer than this resumes cold (``[go] cold_ns``)."""
 _CHUNK = 4096
@@ -109,7 +115,7 @@ class G:
 class P:
     """A processor: its ``runnext`` slot, its local run queue, its state."""
 
-    __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in")
+    __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in", "slowness")
 
     def __init__(self, index: int) -> None:
         self.id = index
@@ -119,6 +125,7 @@ class P:
         self.g: G | None = None
         self.busy_ns = 0.0
         self.stall_in = -1.0            # running time to the next stall, in units of 1/rate
+        self.slowness = 1.0             # wall time per unit of CPU work ([host] speed_ratio)
 
 
 class Timer:
@@ -161,6 +168,8 @@ class Scheduler:
         self._u: list[float] = []
         self._stalls = bool(host.config.stall_per_s)
         self.ps = [P(i) for i in range(config.gomaxprocs or 1)]
+        for p, slowness in zip(self.ps, host.processor_speeds(len(self.ps))):
+            p.slowness = slowness
         self._idle: deque[P] = deque(self.ps)
         self._global: deque[G] = deque()
         self._spinning = 0
@@ -176,6 +185,12 @@ class Scheduler:
         self.p_extra_ns = 0.0
         """CPU the running goroutine's runtime calls added to its run (wakep)."""
         self._observed = False
+
+    @property
+    def shared(self) -> bool:
+        """Whether another processor is running beside the running goroutine's: a goroutine
+        that batches its CPU into one yield should yield it now (``SHARED_QUANTUM_NS``)."""
+        return self._running > 1
 
     @property
     def observed(self) -> bool:
@@ -473,13 +488,15 @@ class Scheduler:
                         status = _SYNCED
                         break
                     cost += op
-                    if cost >= QUANTUM_NS or self._observed:
+                    if cost >= QUANTUM_NS or self._observed or (
+                            cost >= SHARED_QUANTUM_NS and self._running > 1):
                         # a goroutine it made runnable may be stolen: let time pass
                         self._observed = False
                         break
             except StopIteration:
                 status = _EXITED
             cost += self.p_extra_ns
+            cost *= p.slowness
             self.p = None
             if status == _PARKED or status == _EXITED:
                 g.parked_at = self.now + cost * 1e-9
