@@ -151,7 +151,8 @@ def go_cases(draw):
         HostConfig(quantiles=grid, wake_us=tuple(np.geomspace(1, 2000, 11)),
                    backoff_us=tuple(np.linspace(3, 80, 11)), stall_per_s=(300.0, 600.0),
                    stall_us={"1": tuple(np.geomspace(30, 5000, 11)),
-                             "2": tuple(np.geomspace(30, 9000, 11))})]))
+                             "2": tuple(np.geomspace(30, 9000, 11))},
+                   speed_ratio=tuple(np.linspace(1.0, 1.2, 11)))]))
     return Case(workload=workload, batcher=batcher, service=draw(services()), host=host,
                 go=go)
 
