@@ -198,7 +198,10 @@ func smallGrid(o gridOptions) []cell {
 //   - slow: estimated above maxBlock per block, except table R1's own rows (N = 1000 through
 //     the 100 / 10 ms batcher, sequential to cap 64), which are always measured.
 //
-// Cells estimated above slowBlock get at most 3 repetitions.
+// Cells estimated above slowBlock get at most 3 repetitions, and cells estimated under
+// shortBlock at least shortReps: one vCPU of this VM is now and then taken for ~4 ms, which
+// hits a few-millisecond block at GOMAXPROCS 2 often enough that the median of 5 swings 2x
+// (drain, cap 4, N = 16, spin: 8.65 ms over the grid's 5 blocks, 4.4 ms over 60 alone).
 func fullGrid(o gridOptions) (cells []cell, left leftOut) {
 	fans := []fanout{{kind: "seq"}}
 	for _, c := range []int{1, 4, 16, 64, 256} {
@@ -220,6 +223,9 @@ func fullGrid(o gridOptions) (cells []cell, left leftOut) {
 						default:
 							if c.estimate() > slowBlock {
 								c.reps = min(c.reps, 3)
+							}
+							if c.estimate() < shortBlock {
+								c.reps = max(c.reps, shortReps)
 							}
 							cells = append(cells, c)
 						}
@@ -243,6 +249,12 @@ func (c cell) isR1() bool {
 }
 
 const slowBlock = 500 * time.Millisecond
+
+// shortBlock and shortReps: see fullGrid.
+const (
+	shortBlock = 20 * time.Millisecond
+	shortReps  = 15
+)
 
 // informative is fullGrid's rule for cells worth their time (see fullGrid).
 func (c cell) informative() bool {
