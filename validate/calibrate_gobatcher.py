@@ -165,8 +165,8 @@ def host_from_probes(host_file: Path, probes: pd.DataFrame | None,
     ratios = (blocks.speed_ratio.dropna() if blocks is not None and "speed_ratio" in blocks
               else pd.Series(dtype=float))
     if len(ratios) >= 10:
-        table["speed_ratio"] = tuple(max(1.0, v) for v in _quantiles(
-            ratios, np.asarray(table["quantiles"], float), digits=4))
+        table["speed_ratio"] = tuple(_quantiles(ratios, np.asarray(table["quantiles"], float),
+                                                digits=4))
         summary["speed_ratio_p50"] = round(float(ratios.median()), 4)
         summary["speed_ratio_blocks"] = len(ratios)
     if probes is None or probes.empty:
