@@ -289,8 +289,10 @@ loadavg_1m = [%.2f, %.2f] # at start and end
 steal_share = %.4f # hypervisor steal over the run, share of the machine's CPU (/proc/stat)
 busy_share = %.4f # machine CPU not idle over the run, this process included
 v2_reason_mismatches = %d # blocks where v2's reported triggers differ from batch-length inference
+probe_settle_ms = %g # each CPU-availability probe's spinners ran this long before counting stalls (probe.go)
 `, i.command, runtime.Version(), runtime.NumCPU(), cpuModel(),
 		i.start.UTC().Format("2006-01-02 15:04:05 UTC"), i.end.Sub(i.start).Seconds(), i.cells,
-		i.left.redundant, i.left.slow, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches)
+		i.left.redundant, i.left.slow, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches,
+		float64(probeSettle)/1e6)
 	return f.Close()
 }

@@ -17,9 +17,22 @@ import (
 //   - wake-ups (at GOMAXPROCS >= 2): how long an idle processor's thread takes to run a
 //     goroutine readied on a busy one (costs.go, wakeLatency), and how long the runtime's
 //     usleep(3) back-off before stealing runnext takes (backoffLatency).
+//
 // Probes run every -probe-every blocks, at each GOMAXPROCS of the grid, into probes.csv.
-
-const stallGap = 30 * time.Microsecond
+//
+// The stall goroutines first spin for probeSettle without counting. Starting them wakes an
+// idle processor's thread, and the kernel often places the woken thread on the waker's vCPU:
+// measured on this VM (Linux, 250 Hz tick) with per-thread /proc/self/task/TID/schedstat, the
+// two spinners then share one vCPU, their CPU times summing to ~10 ms in a 10 ms probe, and
+// one waits ~4 ms on the run queue (run_delay: one tick, until the load balancer moves it),
+// 1.8-4.4 ms after the probe starts, while no other thread on the machine used that time.
+// Unsettled, those waits made a GOMAXPROCS 2 probe lose 17 % of its time, while the CPU-bound
+// blocks at GOMAXPROCS 2 got 1.97 of 2 cores (process CPU time / wall). That placement belongs
+// to the wake-up, which the wake probe measures (wakeLatency), not to other processes.
+const (
+	stallGap    = 30 * time.Microsecond
+	probeSettle = 20 * time.Millisecond
+)
 
 type probeResult struct {
 	procs   int
@@ -44,6 +57,8 @@ func probeCPU(procs int, d time.Duration) probeResult {
 		go func() {
 			defer wg.Done()
 			var stalls []time.Duration
+			for settled := time.Now().Add(probeSettle); time.Now().Before(settled); {
+			}
 			start := time.Now()
 			last := start
 			for {
