@@ -90,13 +90,13 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
     assert not cells.apply(is_fit_cell, axis=1).any()
 
 
-# The issue's figures that the model does not reach yet on the recorded full grids (measured
-# on this VM on a quiet machine, 2026-11-23; `python -m validate.calibrate_gobatcher --run
-# validate/gobatcher/data/full3 --go models/gobatcher-loopback.toml --reps 10`, and the same
-# on the held-out full4 with --reps 15): within 15 % on 89.6 % / 88.8 % of the 974 predicted
-# cells (worst 6.7x / 11.4x), the GOMAXPROCS 1 : 2 ratio within 15 % on 82 % / 85 % of 475
-# pairs. Most misses are drain mode with a CPU-burning flush at GOMAXPROCS 2, where the two
-# processors' flush cycles meet and the block collapses into a few large flushes (an
+# The issue's figures that the model does not reach yet on the recorded full grid (measured
+# on this VM on a quiet machine, 2026-11-23, with probes that let their threads settle first:
+# `python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full5 --go
+# models/gobatcher-loopback.toml --reps 15`, the model fitted on full3): within 15 % on 92.1 %
+# of the 974 predicted cells, but worst 12.5x; the GOMAXPROCS 1 : 2 ratio within 15 % on 87 %
+# of 475 pairs. The worst cells are drain mode with a CPU-burning flush at GOMAXPROCS 2, where
+# the two processors' flush cycles meet and the block collapses into a few large flushes (an
 # execution trace of the real harness shows it; the model has the mechanism, `[host]
 # speed_ratio` and the scheduler's shared quantum, but not yet how often it happens per
 # cell). On a quiet machine the small grid measured in the job can meet the first and the
@@ -151,7 +151,7 @@ def test_flush_counts_cover_the_measured_range_where_drain_is_on(judged):
 
 
 # ------------------------------------------------------------------ on the recorded run
-RECORDED = HARNESS / "data" / "full3"
+RECORDED = HARNESS / "data" / "full5"
 
 
 def test_the_recorded_run_gives_the_host_its_stalls_wake_ups_and_speeds():
