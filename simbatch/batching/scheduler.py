@@ -51,15 +51,17 @@ The random draws (wake-ups, stalls, ``select``) come from the run's ``scheduler`
 Simulation: a goroutine is a Python generator (:class:`G`) that yields its CPU cost in
 nanoseconds, or :data:`PARK` to block (it has registered where it waits), or :data:`SYNC`
 to let the simulation clock catch up before it touches a SimPy component. A run of a
-goroutine on a processor lasts until it blocks, has used ``QUANTUM_NS`` (``SHARED_QUANTUM_NS``
-while another processor runs too), or has made a goroutine runnable while another processor
-is idle or looking for work (which may steal it); its effects (channel operations,
-goroutines it readies, records) happen at the run's start and the processor is then busy for
-the run's CPU. When a processor's next run starts
-before any other pending event, it runs at once without a SimPy event ("run ahead"), which
-keeps a block of a million inputs fast. Not modelled: preemption after 10 ms (no run here lasts
-that long), per-processor timer heaps (timers are global), the garbage collector, and
-neighbours on the host taking the processors' threads.
+goroutine on a processor lasts until it blocks, has used ``QUANTUM_NS``
+(``SHARED_QUANTUM_NS`` while another processor runs too), or has made a goroutine runnable
+while another processor is idle or looking for work (which may steal it); its effects
+(channel operations, goroutines it readies, records) happen at the run's start and the
+processor is then busy for the run's CPU. When a processor's next run starts before any
+other pending event, it runs at once without a SimPy event ("run ahead"), which keeps a
+block of a million inputs fast. Not modelled: preemption after 10 ms (no run here lasts
+that long), per-processor timer heaps (timers are global), the garbage collector, and the
+kernel running two of the client's threads on one vCPU after a wake-up (the harness's
+probes see it at their own start, the blocks far less often:
+``validate/gobatcher/data/README.md``).
 """
 
 from __future__ import annotations
