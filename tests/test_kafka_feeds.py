@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simbatch.core.errors import ConfigError
 from simbatch.kafka import (
@@ -16,6 +18,7 @@ from simbatch.kafka import (
     OuterBatcherConfig,
     RateStep,
 )
+from simbatch.kafka import metrics as km
 from simbatch.kafka import simulate as simulate_kafka
 from simbatch.kafka.engine import ENGINE
 from simbatch.kafka.feeds import arrivals
@@ -149,3 +152,35 @@ def test_the_buffered_gauge_is_read_every_64_messages_as_teranode_reads_it():
     m = ENGINE.run_metrics(simulate_kafka(case, 1))
     assert (m["outer_gauge_mean"], m["outer_gauge_max"]) == (5.0, 7.0)
     assert m["outer_buffered_max"] == 10          # every peak, between the samples too
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=1e-4, max_value=300.0), min_size=1, max_size=300),
+       st.sampled_from([0.5, 0.9, 0.99]))
+def test_the_histogram_reading_lies_in_the_bucket_of_the_exact_quantile(values, q):
+    # Prometheus's estimate interpolates inside the bucket where the rank falls, so it lies
+    # between that bucket's bounds, as the exact order statistic of that rank does
+    # (above the largest finite bound both read that bound)
+    v = np.array(values)
+    est = km.histogram_quantile(q, v)
+    edges = np.array(km.TERANODE_LATENCY_BUCKETS_S)
+    rank = int(np.ceil(q * v.size))                      # the rank-th smallest observation
+    exact = np.sort(v)[max(rank, 1) - 1]
+    b = int(np.searchsorted(edges, exact, side="left"))
+    if b == edges.size:
+        assert est == edges[-1]
+    else:
+        lo = 0.0 if b == 0 else edges[b - 1]
+        assert lo <= est <= edges[b] + 1e-12
+
+
+def test_a_dashboard_reads_each_minute_on_its_own():
+    # minute 0: two requests under 64 ms -> 63.36 ms; minute 2: one at 300 ms, in (256, 512]
+    # -> 256 + 0.99 x 256 ms; no request in minute 1, so no reading there
+    at = np.array([5.0, 30.0, 150.0])
+    latency = np.array([0.002, 0.010, 0.300])
+    mean, peak = km.dashboard_quantile(0.99, at, latency)
+    assert peak == pytest.approx(0.256 + 0.99 * 0.256)
+    assert mean == pytest.approx((0.99 * 0.064 + peak) / 2)
+    # over the whole run: the rank 2.97 of 3 falls in the (256, 512] bucket as well
+    assert km.histogram_quantile(0.99, latency) == pytest.approx(0.256 + 0.97 * 0.256)

@@ -473,6 +473,9 @@ class KafkaEngine:
         m["request_latency_p50_s"] = km.quantile(request, 0.5)
         m["request_latency_p99_s"] = km.quantile(request, 0.99)
         m["request_latency_max_s"] = float(request.max()) if request.size else float("nan")
+        m["request_latency_p99_dash_s"] = km.histogram_quantile(0.99, request)
+        m["request_latency_p99_dash_mean_s"], m["request_latency_p99_dash_max_s"] = \
+            km.dashboard_quantile(0.99, run.request_acked_s, request)
         span = run.end_s
         m["outer_buffered_mean"], m["outer_buffered_max"] = km.per_producer(
             run.producer, k, run.publish_s, run.produce_s, span)

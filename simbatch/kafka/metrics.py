@@ -10,6 +10,14 @@ the producer held.
   client alone (franz-go's record promise);
 * ``request_latency_{p50,p99,max}_s``: per produce request, sent to answered: the broker
   write latency a client's hooks see (franz-go ``HookBrokerE2E``);
+* ``request_latency_p99_dash_s``: the same p99 as teranode's metrics read it: each request
+  observed, when its answer is read, into a Prometheus histogram with teranode's buckets
+  (:data:`TERANODE_LATENCY_BUCKETS_S`, whose lowest ends at 64 ms), and
+  ``histogram_quantile(0.99, ...)`` of the whole run (:func:`histogram_quantile`). Any p99
+  under 64 ms reads 63.4 ms;
+* ``request_latency_p99_dash_{mean,max}_s``: the same per :data:`DASHBOARD_WINDOW_S` window
+  with requests, as a dashboard's panel plots it, and the mean and largest over the run
+  (:func:`dashboard_quantile`);
 * ``outer_buffered_{mean,max}``: messages published and not yet handed to Produce (the outer
   batcher's buffer, teranode's buffered-messages gauge), time-weighted mean over the run and
   its peak, per producer (mean over producers, and the largest);
@@ -34,7 +42,9 @@ QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 METRICS = ("latency_mean_s", *(f"latency_{q}_s" for q, _ in QUANTILES), "latency_max_s",
            "producer_latency_p50_s", "producer_latency_p99_s", "client_latency_p50_s",
            "client_latency_p99_s", "request_latency_p50_s", "request_latency_p99_s",
-           "request_latency_max_s", "outer_buffered_mean", "outer_buffered_max",
+           "request_latency_max_s", "request_latency_p99_dash_s",
+           "request_latency_p99_dash_mean_s",
+           "request_latency_p99_dash_max_s", "outer_buffered_mean", "outer_buffered_max",
            "outer_gauge_mean", "outer_gauge_max",
            "client_buffered_mean", "client_buffered_max", "broker_cpu_cores", "requests",
            "records_per_request", "outer_flushes", "duration_s", "throughput_msgs_per_s")
@@ -55,6 +65,70 @@ def latency_metrics(latency: np.ndarray) -> dict[str, float]:
         m[f"latency_{name}_s"] = quantile(latency, q)
     m["latency_max_s"] = float(latency.max())
     return m
+
+
+TERANODE_LATENCY_BUCKETS_S = (0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384,
+                              32.768, 65.536, 131.072)
+"""The upper bounds of teranode's ``util.MetricsBucketsMilliLongSeconds`` (``util/metrics.go``,
+unchanged since bsv-blockchain 706e75931, 2024-01-29), the buckets of its Kafka producer's
+``e2e_duration_seconds`` (a produce request's write to its response's read) and
+``produce_request_latency_seconds`` (the same plus the wait before the write) histograms,
+which franz-go's ``HookBrokerE2E`` feeds (``util/kafka/metrics.go`` and
+``producer_hooks.go``, e.g. icellan/teranode 6e0e7638)."""
+
+DASHBOARD_WINDOW_S = 60.0
+"""The window of a dashboard's ``rate(..._bucket[1m])``: assumed (teranode's dashboards are
+not published), windows taken end to end from the run's start."""
+
+
+def histogram_quantile(q: float, values: np.ndarray,
+                       bounds: tuple[float, ...] = TERANODE_LATENCY_BUCKETS_S) -> float:
+    """Prometheus's ``histogram_quantile(q, ...)`` of ``values`` observed into a histogram
+    with these upper bounds and ``+Inf`` (``promql/quantile.go``, ``bucketQuantile``): the
+    rank ``q x count`` is found in the first bucket whose cumulative count reaches it and
+    interpolated linearly inside it, the lowest bucket starting at 0; a rank in the ``+Inf``
+    bucket gives the largest finite bound. A value on a bound counts in that bound's bucket
+    (``le``). NaN for no values.
+
+    Examples
+    --------
+    >>> histogram_quantile(0.99, np.array([0.001, 0.004, 0.010]))   # all under 64 ms
+    0.06336
+    >>> histogram_quantile(0.5, np.array([0.1, 0.1, 0.2, 0.2]))     # rank 2 of (64, 128]
+    0.128
+    """
+    if values.size == 0:
+        return float("nan")
+    edges = np.asarray(bounds, dtype=np.float64)
+    cum = np.cumsum(np.bincount(np.searchsorted(edges, values, side="left"),
+                                minlength=edges.size + 1))
+    rank = q * float(cum[-1])
+    b = int(np.searchsorted(cum[:-1], rank, side="left"))
+    if b == edges.size:
+        return float(edges[-1])
+    start, below = (0.0, 0) if b == 0 else (float(edges[b - 1]), int(cum[b - 1]))
+    return float(start + (edges[b] - start) * (rank - below) / (cum[b] - below))
+
+
+def dashboard_quantile(q: float, at_s: np.ndarray, values: np.ndarray,
+                       window_s: float = DASHBOARD_WINDOW_S) -> tuple[float, float]:
+    """(mean, largest) over the ``window_s`` windows with observations of
+    :func:`histogram_quantile` of the values observed in each (observed at ``at_s``): a
+    dashboard's panel of ``histogram_quantile(q, rate(..._bucket[window]))`` over the run,
+    averaged or read at its peak. NaN for no values.
+
+    Examples
+    --------
+    >>> dashboard_quantile(0.99, np.array([1.0, 2.0, 61.0]), np.array([0.01, 0.02, 0.1]))
+    (0.09536, 0.12736)
+    """
+    if values.size == 0:
+        return float("nan"), float("nan")
+    window = np.floor(at_s / window_s).astype(np.int64)
+    order = np.argsort(window, kind="stable")
+    _, first = np.unique(window[order], return_index=True)
+    p = [histogram_quantile(q, v) for v in np.split(values[order], first[1:])]
+    return float(np.mean(p)), float(max(p))
 
 
 def held(start: np.ndarray, end: np.ndarray, span_s: float) -> tuple[float, float]:
