@@ -219,6 +219,24 @@ def test_with_every_processor_idle_a_sleep_takes_what_the_host_measured():
     assert 1.05e-3 < np.median(woke) < 1.15e-3
 
 
+def test_a_block_starts_on_a_running_processor_so_its_first_sleeps_wait_from_idle():
+    # The harness's main goroutine runs the block, so no thread waits in netpoll for the
+    # process's other timers when it starts. The first round of 500 us flush sleeps then
+    # ends whole milliseconds after the processor goes idle (the last flush's start), as
+    # the harness's flushes do (full6: round 1 starts 0.11-0.33 ms, all end 1.43-1.54 ms),
+    # not at a netpoll wait armed for another timer before the block began.
+    case = Case(workload=BlockWorkload(n_transactions=240, inputs_per_tx=3,
+                                       fanout="errgroup", cap=120),
+                batcher=BatcherConfig(size=100, timeout_ms=10, dispatch="background"),
+                service=ServiceConfig(fixed_us=500, is_sleep=True), host=HOST,
+                go=GoConfig(gomaxprocs=1, other_timers_ms=(5.0, 10.0)))
+    for seed in range(1, 6):
+        b = simulate(case, seed).frames()["batches"].sort_values("t_start_s")
+        first = b[b.t_start_s < b.t_start_s.min() + 0.4e-3]   # the first round's flushes
+        assert len(first) == 3
+        assert first.t_done_s.min() >= first.t_start_s.max() + 1e-3
+
+
 # ------------------------------------------------------------------ the pipeline, 1 processor
 def _drain_case(n, procs=1, fanout="errgroup", cap=None, flush_cpu=False, **go):
     cap = (cap or n) if fanout == "errgroup" else None

@@ -88,9 +88,12 @@ class GoBlock:
         if cfg.dispatch == "pool":
             for i in range(cfg.max_concurrent or 1):
                 sched.parked(self._pool, name=f"pool{i}")
+        # the harness's main goroutine is running when a block starts (it has just probed
+        # the host), so the other timers are armed by a running processor: no thread waits
+        # in netpoll for them yet
+        sched.start(self._driver, name="driver")
         for period_ms in self.go.other_timers_ms:
             self._other_timer(period_ms / 1e3, first=True)
-        sched.start(self._driver, name="driver")
         return self.all_done
 
     def _other_timer(self, period_s: float, first: bool = False) -> None:
