@@ -102,16 +102,19 @@ NOT_YET: dict[tuple[str, str], str] = {
         "with the broker's young collections and Remark stops (simbatch/kafka/gc.py, "
         "fitted on the fit runs), measured / predicted 20.4 / 18.1, 22.3 / 15.5 and "
         "18.2 / 17.0 ms in three sessions on 2026-11-23 (-11, -30, -6 %), and within in the "
-        "fresh-clone run; before the collections were modelled, 12.4-13.9 against "
-        "18.8-30.5. The 32-partition tail still varies from session to session (18-32 ms "
-        "at 2000 msg/s), and a young broker JVM (the first runs after start) gives p99 "
-        "69-109 ms"),
+        "fresh-clone run; with the broker settled at the CPU fit's load first "
+        "(CPU_SETTLE_RUNS), 17.65 / 17.06 and 17.78 / 16.97 ms in two sessions on "
+        "2026-11-24 (-3, -5 %). Before the collections were modelled, 12.4-13.9 against "
+        "18.8-30.5. The 32-partition tail varies from session to session (18-32 ms at "
+        "2000 msg/s)"),
     ("linger10-p32-1000ps-dense", "broker_cpu"): (
-        "measured 0.49 / 0.53 / 0.55 cores, predicted 0.52 / 0.64 / 0.73 (+5 / +21 / +34 %; "
-        "the last two on a broker started for the test suite, 2026-11-23): the per-request "
-        "cost is fitted on the run of linger10-p4-1000ps-fit just before, and on a young "
-        "broker JVM that cost is still falling (2.5 ms to 0.47 ms per request over a "
-        "session) between the fit run and the judged one; not modelled"),
+        "measured 0.49 / 0.53 / 0.55 cores, predicted 0.52 / 0.64 / 0.73 (+5 / +21 / +34 %) "
+        "in three sessions on 2026-11-23, when the broker's CPU per request was still "
+        "falling between the CPU fit run and the judged one (3.0 ms to 0.47 ms per request "
+        "over the first ~40 s of that load, measured); with the broker settled first "
+        "(CPU_SETTLE_RUNS), 0.45 / 0.43 and 0.45 / 0.54 cores (-5, +20 %) in two sessions on "
+        "2026-11-24. What is left is the fit run's own spread: its CPU per request varied "
+        "450-730 us over six settled runs, the judged runs' 450-560 us"),
 }
 
 
