@@ -72,7 +72,9 @@ func (r blockResult) row() []string {
 
 // flushColumns documents flushes.csv: one row per flush callback of a measured block, in
 // start order; cell_no and rep join it to blocks.csv. Times are microseconds from the
-// block's start (its first transaction started). reason_inferred is the trigger as the
+// block's start (its first transaction started), to 0.1 us: a drain-mode block at GOMAXPROCS
+// 1 flushes every 3-5 us, and the spread of those gaps is what the model's runs must show.
+// reason_inferred is the trigger as the
 // batch length tells (see inferReason).
 var flushColumns = []string{"cell_no", "rep", "flush_index", "start_us", "end_us", "batch_size",
 	"reason_inferred"}
@@ -80,7 +82,7 @@ var flushColumns = []string{"cell_no", "rep", "flush_index", "start_us", "end_us
 func flushRows(c cell, rep int, startNs int64, fl []flushRec) [][]string {
 	fl = slices.Clone(fl)
 	slices.SortFunc(fl, func(a, b flushRec) int { return int(a.startNs - b.startNs) })
-	us := func(ns int64) string { return itoa((ns - startNs) / 1e3) }
+	us := func(ns int64) string { return strconv.FormatFloat(float64(ns-startNs)/1e3, 'f', 1, 64) }
 	rows := make([][]string, len(fl))
 	for i, f := range fl {
 		rows[i] = []string{itoa(c.no), itoa(rep), itoa(i), us(f.startNs), us(f.endNs),
