@@ -144,6 +144,35 @@ func flushEach(n int) {
 	}
 }
 
+// newSliceNs: Gets from an empty go-batcher-style slice pool (a sync.Pool whose New makes
+// make([]*int, 0, size), as NewWithPool's does), every slice kept, as the worker's Gets are
+// while its batches are in flight: per Get, a New's allocation and zeroing. Rounds of 256
+// slices (a block's worth of batches in flight), each after a collection, as the harness
+// collects between blocks; the fastest round, in ns per Get. A collection matters: right
+// after one a 32 KiB New reuses swept spans (~1.6-1.9 us here), while a heap growing into
+// memory the OS has not yet mapped pays page faults (~15 us) -- the harness's blocks are the
+// former.
+func newSliceNs(size, rounds int) float64 {
+	best := 0.0
+	for r := 0; r < rounds; r++ {
+		runtime.GC()
+		pool := &sync.Pool{New: func() any { s := make([]*int, 0, size); return &s }}
+		kept := make([]*[]*int, 0, 256)
+		start := time.Now()
+		for i := 0; i < 256; i++ {
+			kept = append(kept, pool.Get().(*[]*int))
+		}
+		ns := float64(time.Since(start).Nanoseconds()) / 256
+		sliceSink = kept
+		if r == 0 || ns < best {
+			best = ns
+		}
+	}
+	return best
+}
+
+var sliceSink []*[]*int
+
 // wakeLatency: at GOMAXPROCS 2, one goroutine keeps its processor busy and readies another
 // parked on a channel; the other processor is idle. How long until the readied goroutine
 // runs on the idle processor -- its thread woken by wakep, then runqgrab's back-off before
@@ -209,6 +238,9 @@ func measureCosts() (costs []costResult) {
 	timerNs := trial(trials, 10_000, timerReset) / 2
 	putItem := trial(trials, 2000, putThrough)
 	flushItem := trial(trials, 300, flushEach)
+	small, large := 100, 4096
+	newSmall := newSliceNs(small, trials)
+	newLarge := newSliceNs(large, trials)
 	runtime.GOMAXPROCS(prev)
 
 	readyNs := max(0, rt/2-chanNs-switchNs)
@@ -225,6 +257,10 @@ func measureCosts() (costs []costResult) {
 	modelled := putNs + (chanNs + readyNs) + switchNs + itemNs + (chanNs + readyNs) +
 		switchNs + (doneNs + readyNs) + 2*switchNs + 2*chanNs
 	flushNs := max(0, flushItem-modelled)
+	// a New: alloc_ns + alloc_kib_ns per KiB of the slice (8 bytes a slot), from two sizes
+	kib := func(slots int) float64 { return float64(8*slots) / 1024 }
+	allocKib := max(0, (newLarge-newSmall)/(kib(large)-kib(small)))
+	allocNs := max(0, newSmall-allocKib*kib(small))
 	costs = []costResult{
 		{"spawn_ns", spawnExit / 2, "go statement (newproc); half of spawn+exit"},
 		{"exit_ns", spawnExit / 2, "goroutine return (goexit0); half of spawn+exit"},
@@ -235,11 +271,13 @@ func measureCosts() (costs []costResult) {
 		{"put_ns", putNs, "go-batcher v2 Put beyond its send (half of put+receive)"},
 		{"item_ns", itemNs, "worker's receive and append (half of put+receive)"},
 		{"flush_ns", flushNs, "size-1 flush through a pool of 64, less the modelled parts"},
+		{"alloc_ns", allocNs, "a new batch slice from an empty slice pool, beyond its size"},
+		{"alloc_kib_ns", allocKib, "a new batch slice, per KiB (slices of 100 and 4096 slots)"},
 		{"timer_ns", timerNs, "timer Reset or Stop"},
 		{"done_ns", doneNs, "WaitGroup Done without a waiter"},
 	}
-	fmt.Fprintf(os.Stderr, "costs: spawn+run+exit %.0f ns, ping-pong %.0f ns (%.0f at GOMAXPROCS 2), put+recv %.0f ns, size-1 flush %.0f ns per item\n",
-		spawnTotal, rt, rt2, putItem, flushItem)
+	fmt.Fprintf(os.Stderr, "costs: spawn+run+exit %.0f ns, ping-pong %.0f ns (%.0f at GOMAXPROCS 2), put+recv %.0f ns, size-1 flush %.0f ns per item, new slice %.0f ns (%d slots) / %.0f ns (%d)\n",
+		spawnTotal, rt, rt2, putItem, flushItem, newSmall, small, newLarge, large)
 	return costs
 }
 
