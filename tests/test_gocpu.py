@@ -13,12 +13,15 @@ import pandas as pd
 import pytest
 import simpy
 from cpu_off_cases import build, case_kwargs, digest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simhelp import ROOT
 
 from simbatch.batching import BatcherConfig, BlockWorkload, Case, ServiceConfig, simulate
 from simbatch.batching.gocpu import GoConfig
 from simbatch.batching.hosttiming import HostConfig, HostTiming
 from simbatch.batching.scheduler import PARK, Scheduler
+from simbatch.batching.slicepool import SlicePool
 from simbatch.core.errors import ConfigError
 from simbatch.planning.scenario import load_scenario
 
@@ -284,6 +287,54 @@ def test_the_cpu_is_accounted():
 def simbatch_metrics(run):
     from simbatch.batching.engine import run_metrics
     return run_metrics(run)
+
+
+# ------------------------------------------------------------------ batch slices
+def _slices_case(dispatch, **go):
+    case = _drain_case(16, **dict(FREE, **go))
+    return replace(case, batcher=replace(case.batcher, dispatch=dispatch,
+                                         max_concurrent=64 if dispatch == "pool" else None))
+
+
+def test_an_inline_flush_gives_its_slice_back_before_the_worker_takes_the_next():
+    # dispatchAndRecord, then pool.Put, then pool.Get on the same processor: never a New
+    free = simulate(_slices_case("inline"), 1).block_time_s
+    costly = simulate(_slices_case("inline", alloc_ns=10_000.0), 1).block_time_s
+    assert costly == free
+
+
+def test_batches_in_flight_at_once_each_need_a_new_slice_of_their_size():
+    # drain, cap = all, one processor: all 16 batches are handed off before the first
+    # 500 us sleep ends, so each Get after a hand-off finds the pool empty; the worker's
+    # New delays the next transaction's flush. 4096 slots x 8 bytes = 32 KiB a slice.
+    base = simulate(_slices_case("pool"), 1).frames()["batches"]
+    fixed = simulate(_slices_case("pool", alloc_ns=10_000.0), 1).frames()["batches"]
+    per_kib = simulate(_slices_case("pool", alloc_kib_ns=10_000.0 / 32), 1).frames()["batches"]
+    spread = fixed.t_start_s.max() - fixed.t_start_s.min()
+    assert spread == pytest.approx(base.t_start_s.max() - base.t_start_s.min() + 15 * 10e-6)
+    assert per_kib.t_start_s.tolist() == pytest.approx(fixed.t_start_s.tolist())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 2)), max_size=200))
+def test_the_slice_pool_keeps_what_is_given_back_and_never_takes_another_s_private(ops):
+    pool, held, kept = SlicePool(3, new_ns=1.0), 0, 0
+    for is_put, p in ops:
+        if is_put:
+            if held:                       # only a slice taken earlier is given back
+                pool.put(p)
+                held, kept = held - 1, kept + 1
+        else:
+            in_reach = kept - (sum(pool.private) - pool.private[p])
+            cost = pool.get(p)
+            held += 1
+            if in_reach:
+                assert cost == 0.0
+                kept -= 1
+            else:
+                assert cost == 1.0
+        assert sum(pool.private) + sum(pool.shared) == kept
+    assert pool.news == held + kept       # every slice in existence was made once, by a New
 
 
 # ------------------------------------------------------------------ randomness

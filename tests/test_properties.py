@@ -144,7 +144,8 @@ def go_cases(draw):
     cost = st.floats(0, 5000)
     go = GoConfig(gomaxprocs=draw(st.integers(1, 3)), flush_cpu=draw(st.booleans()),
                   spawn_ns=draw(cost), switch_ns=draw(cost), ready_ns=draw(cost),
-                  wakep_ns=draw(cost), put_ns=draw(cost), flush_ns=draw(cost))
+                  wakep_ns=draw(cost), put_ns=draw(cost), flush_ns=draw(cost),
+                  alloc_ns=draw(cost), alloc_kib_ns=draw(st.floats(0, 50)))
     grid = tuple(np.linspace(0, 1, 11))
     host = draw(st.sampled_from([
         HostConfig(timer_overshoot_us=90),

@@ -16,7 +16,9 @@ Used when the case's ``[go]`` section sets ``gomaxprocs``; the goroutines are th
   Its ``select`` over the item channel and the timer picks among ready cases at random;
 * **dispatch** (``flushBatch``): inline on the worker; a ``go`` statement per batch
   (``background``); or ``SetMaxConcurrent(n)``'s ``n`` persistent goroutines fed through an
-  unbuffered channel, the worker blocking on the hand-off while all ``n`` are busy;
+  unbuffered channel, the worker blocking on the hand-off while all ``n`` are busy; then the
+  worker takes the next batch's slice from its ``sync.Pool``, new when the pool has none
+  (:mod:`.slicepool`), which the flush's goroutine gives back when its callback returns;
 * **the flush callback**: ``dispatchAndRecord``, then the call -- a ``time.Sleep``
   (``[service] is_sleep``: a runtime timer, :mod:`.hosttiming`), CPU on the processor
   (``[go] flush_cpu``), or the service model's call, the goroutine parked meanwhile --
@@ -41,6 +43,7 @@ from .gocpu import GoConfig
 from .gosync import Chan, Op, Waiter, WaitGroup
 from .records import Recorder
 from .scheduler import PARK, QUANTUM_NS, SYNC, G, P, Scheduler, Timer
+from .slicepool import SlicePool
 
 ITEM, FIRED = "item", "timer"
 
@@ -79,6 +82,9 @@ class GoBlock:
         self._worker: G | None = None
         self._select: Waiter | None = None
         self._timer: Timer | None = None
+        go = self.go
+        self.slices = SlicePool.for_batcher(go.gomaxprocs or 1, self.batcher.size,
+                                            go.alloc_ns, go.alloc_kib_ns)
 
     # ------------------------------------------------------------------ wiring
     def start(self) -> simpy.Event:
@@ -296,6 +302,11 @@ class GoBlock:
         else:
             self.sched.go(self._flusher, batch_id, batch)
             yield self.go.spawn_ns
+        # the next batch's slice, from the pool or new (flushBatch's "Reset for the next batch")
+        p = self.sched.p
+        new = self.slices.get(p.id if p is not None else 0)
+        if new:
+            yield new
 
     def _pool(self, g: G) -> Op:
         work: Any = None
@@ -339,7 +350,10 @@ class GoBlock:
                 yield PARK
             rec.batch_server_returned(batch_id, sched.now)
             rec.batch_done(batch_id, sched.now)
-        yield self._complete(batch)
+        cost = self._complete(batch)
+        p = sched.p                      # the slice goes back to the pool on this processor
+        self.slices.put(p.id if p is not None else 0)
+        yield cost
 
     def _noise_factor(self) -> float:
         if self.service_config.noise == "constant":
