@@ -369,8 +369,11 @@ def judge(table: pd.DataFrame, sizes: tuple[int, ...] = (16, 64),
     pred = table[~table.fit]
     ratio = pred.ratio
     worst = float(np.maximum(ratio, 1 / ratio).max()) if len(pred) else 1.0
-    shares = table[table.n_tx.isin(sizes) & table.get("meas_few", pd.Series(index=table.index,
-                                                                            dtype=float)).notna()]
+    share_cols = ["meas_few", "pred_few", "meas_one", "pred_one"]
+    if set(share_cols) <= set(table.columns):
+        shares = table[table.n_tx.isin(sizes) & table.meas_few.notna()]
+    else:                       # no drain, cap = all cell among those compared (--only)
+        shares = table.iloc[0:0].reindex(columns=[*table.columns, *share_cols])
     if size_of is not None:
         shares = shares[shares.cell.map(size_of) == 4096]
     share_ok = bool(((shares.pred_few - shares.meas_few).abs() <= SHARE_POINTS).all()

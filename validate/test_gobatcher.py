@@ -194,6 +194,16 @@ def test_the_speed_ratio_is_the_two_processors_median_flush_ratio():
     assert speed_ratio_from(blocks.assign(flush="sleep"), flushes).empty
 
 
+def test_the_judge_takes_a_selection_without_drain_composition_cells():
+    # `--only` may leave no drain, cap = all cell: the composition check has nothing to say
+    table = pd.DataFrame([{"cell": f"p{p}/v2.0.6/s100-t10ms/timer/mc0/all/n16/k3/sleep500us",
+                           "gomaxprocs": p, "n_tx": 16, "drain": False, "fit": False,
+                           "meas_p50_s": 0.011, "pred_p50_s": 0.0115} for p in (1, 2)])
+    verdict = judge(table.assign(ratio=table.pred_p50_s / table.meas_p50_s))
+    assert verdict.shares_ok and verdict.share_rows.empty
+    assert verdict.within == 1.0 and verdict.procs_ok
+
+
 def test_the_fit_improves_the_fit_cells_of_the_recorded_run():
     import dataclasses
 
