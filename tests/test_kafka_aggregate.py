@@ -76,8 +76,12 @@ def aggregatable_cases(draw, semantics: str):
     assume(case.workload.feed != "closed_loop")     # a closed loop runs message by message
     cores = draw(st.one_of(st.none(), st.integers(1, 3)))
     # several producers on a shared broker CPU: not yet the same to the microsecond in
-    # every case (the order of two producers' steps at one instant, beyond the arrivals
-    # that test_producers_due_at_one_instant_... checks), so one producer there
+    # every case. Arrivals at one instant and debounce timers due at one instant are ordered
+    # as message by message (test_producers_due_at_one_instant_..., test_debounce_timers_...);
+    # one tie is still ordered differently: 3 producers, max_batch 2, one buffered record,
+    # each producer's last message at one instant after a burst; the three requests reach
+    # the broker core in another order, a microsecond apart (found by hypothesis, not yet
+    # explained). So one producer there.
     producers = draw(st.integers(1, 3)) if cores is None else 1
     return dataclasses.replace(
         case, workload=dataclasses.replace(case.workload, producers=producers),
@@ -111,6 +115,23 @@ def test_producers_due_at_one_instant_reach_a_shared_broker_in_publish_order(tim
     assert_same(case, 1)
     run = simulate_kafka(case, 1)
     assert (run.ack_s[0::2] < run.ack_s[1::2]).all()
+
+
+def test_debounce_timers_due_at_one_instant_fire_in_the_order_they_were_last_reset():
+    # message 1 (producer 1) at 13.0 ms, messages 2 (producer 0) and 3 (producer 1) at
+    # 13.3: both debounce timers come due at 13.7, producer 0's reset by message 2 and
+    # producer 1's by message 3, a step later; the one broker core serves producer 0 first
+    case = KafkaCase(workload=KafkaWorkload(feed="trace", n_messages=4, gaps_ms=(13.0, 0.3, 0.0),
+                                            producers=2),
+                     outer=OuterBatcherConfig(linger_ms=0.4, max_batch=3),
+                     producer=KafkaProducerConfig(semantics="librdkafka", n_partitions=1,
+                                                  batch_num_messages=1,
+                                                  max_buffered_records=1),
+                     consumer=ConsumerConfig(fetch_ms=0),
+                     broker=BrokerConfig(cores=1, request_cpu_us=0, record_cpu_us=2))
+    assert_same(case, 0)
+    run = simulate_kafka(case, 0)
+    assert run.ack_s[2] < run.ack_s[1]
 
 
 def test_a_dense_feed_through_the_outer_batcher_is_simulated_per_batch():

@@ -141,7 +141,12 @@ class AggregatedOuter:
                 end = min(int(np.searchsorted(t, due, side="left")), s + most)
                 at = t[end - 1] if end - s >= most else due
             else:
-                end, at = self._debounce(s, ready, c, linger, idle, most)
+                end, at, armed = self._debounce(s, ready, c, linger, idle, most)
+                if armed > env.now:
+                    # the timer is last reset when the batch's last message wakes the
+                    # drain goroutine: producers' timers due at one instant fire in the
+                    # order they were reset, as message by message
+                    yield wake(armed, int(ids[end - 1]))
             if at > env.now:
                 yield env.timeout(at - env.now)
             yield env.timeout(0)              # one step after the timer (or the arrival)
@@ -149,8 +154,9 @@ class AggregatedOuter:
             s = end
 
     def _debounce(self, s: int, ready: int, c: float, linger: float, idle: np.ndarray,
-                  most: int) -> tuple[int, float]:
-        """(end, flush time) of a debounce batch taken at ``c`` with ``[s, ready)`` there."""
+                  most: int) -> tuple[int, float, float]:
+        """(end, flush time, when the timer is last reset) of a debounce batch taken at
+        ``c`` with ``[s, ready)`` there (-inf for a flush at ``max_batch``, no timer)."""
         t, n = self.t, self.ids.size
         if ready < n and t[ready] - c >= linger:
             j = ready                                 # nothing comes within the linger
@@ -158,9 +164,9 @@ class AggregatedOuter:
             k = int(np.searchsorted(idle, ready + 1, side="left"))
             j = int(idle[k]) if k < idle.size else n
         if j - s >= most:                             # max_batch reached first
-            return s + most, float(t[s + most - 1])
+            return s + most, float(t[s + most - 1]), -np.inf
         last = c if j == ready else float(t[j - 1])
-        return j, last + linger
+        return j, last + linger, last
 
     def _flush(self, s: int, end: int):
         if self.on_flush is not None:
