@@ -91,13 +91,33 @@ def aggregatable_cases(draw, semantics: str):
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
 def test_aggregated_and_message_level_give_the_same_latencies(semantics):
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+    # derandomized: the same examples in every run, so a CI verdict is reproducible; ties
+    # that a random run found and that are not fixed yet are the xfail below
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
     @given(case=aggregatable_cases(semantics), seed=st.integers(0, 2**31))
     def run(case, seed):
         assert_same(case, seed)
 
     run()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 14: two producers' requests appended at one "
+                   "instant reach the consumer in another order aggregated than message by "
+                   "message (found by a random run of the property above, not fixed yet)")
+def test_two_producers_appended_at_one_instant_are_consumed_in_the_same_order():
+    # a burst of 9 at 0 and at 0.1 ms over 2 producers, max_batch 5, a 0.1 ms debounce;
+    # one partition, so the consumer reads the two requests appended at 0.1 ms in the order
+    # they were appended, and each request's fetch time is drawn from its producer's stream
+    case = KafkaCase(workload=KafkaWorkload(feed="bursts", n_messages=17, interval_ms=0.1,
+                                            producers=2, burst_size=9, message_bytes=0,
+                                            keyed=False),
+                     outer=OuterBatcherConfig(linger_ms=0.1, max_batch=5),
+                     producer=KafkaProducerConfig(semantics="java", n_partitions=1,
+                                                  batch_max_bytes=300, batch_num_messages=1,
+                                                  max_buffered_records=5, append_ms=0),
+                     consumer=ConsumerConfig(fetch_ms=0.1, fetch_ratios=(0.2, 1.0, 9.0)))
+    assert_same(case, 0)
 
 
 @pytest.mark.parametrize("timer", ["debounce", "deadline"])

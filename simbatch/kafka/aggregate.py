@@ -22,8 +22,10 @@ everything that arrived meanwhile. Event order at one instant follows the messag
 outer batcher: a timer's flush runs one step after the timer (its goroutine wakes on the
 timer's channel), after every event already due at that instant (a response, a client's
 linger). Several producers' drain goroutines woken by arrivals at one instant wake in
-publish order (:class:`Instants`), as the feed's one step wakes them: on a shared broker
-CPU that order is which request the broker serves first.
+publish order (:class:`Instants`), as the feed's one step wakes them, and a debounce timer
+is reset when its batch's last message wakes the goroutine, so timers due at one instant
+fire in the order they were reset: on a shared broker CPU that order is which request the
+broker serves first.
 
 Without an outer batcher, the messages due at one instant (a burst, or Poisson arrivals in
 the same microsecond), which the feed publishes in one step, are one chunk.
