@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,8 @@ type options struct {
 	dry                        bool
 	detailReps                 int
 	traceDir                   string
+	cpuProfile                 string
+	afterIdle                  int
 }
 
 func parseFlags() (options, error) {
@@ -74,6 +77,8 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.probeD, "probe", 10*time.Millisecond, "duration of each CPU-availability probe")
 	flag.IntVar(&o.detailReps, "flush-detail-reps", -1, "write flushes.csv rows of blocks above 256 transactions for their first R repetitions only (-1: all), to bound the file's size")
 	flag.StringVar(&o.traceDir, "trace", "", "write an execution trace (runtime/trace, read with go tool trace) of every measured block into this directory, one file per block: for looking at one cell's scheduling with -only, not for timing")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (runtime/pprof, read with go tool pprof) of the whole run into this file: with -only, -probe-every 0 and many -reps, where one cell's CPU goes")
+	flag.IntVar(&o.afterIdle, "after-idle", 0, "also run the after-idle probe (afteridle.go) with this many trials per state and print its table")
 	flag.BoolVar(&o.dry, "dry", false, "print the cells and their estimated block times, measure nothing")
 	flag.Parse()
 	var err error
@@ -97,6 +102,8 @@ func (o options) validate() error {
 		return fmt.Errorf("-flush must be > 0; got %s", o.flushD)
 	case o.probeEvery < 0 || o.probeD <= 0:
 		return fmt.Errorf("-probe-every must be >= 0 and -probe > 0; got %d, %s", o.probeEvery, o.probeD)
+	case o.afterIdle < 0:
+		return fmt.Errorf("-after-idle must be >= 0; got %d", o.afterIdle)
 	case o.hostProcs < 1 || o.hostScale <= 0:
 		return fmt.Errorf("-host-gomaxprocs must be >= 1 and -host-scale > 0; got %d, %g", o.hostProcs, o.hostScale)
 	}
@@ -194,8 +201,22 @@ func run() error {
 			return err
 		}
 	}
+	if o.afterIdle > 0 {
+		runAfterIdle(os.Stdout, o.afterIdle)
+	}
 	if len(cells) == 0 {
 		return nil
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	return runCells(o, cells, left)
 }

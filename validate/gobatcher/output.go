@@ -22,6 +22,9 @@ type blockResult struct {
 	inflightMax int64
 	processCPU  time.Duration
 	gcCycles    uint64
+	minorFaults uint64        // page faults the kernel served in the block (getrusage ru_minflt)
+	stackStart  uint64        // the runtime's starting stack size for new goroutines at the block's start
+	runqWait    time.Duration // the working threads runnable but off CPU in the block (runqWaitSince)
 	loadavg     float64
 	running     int // runnable threads on the machine just before the block, the harness's one included
 	steal, busy float64
@@ -39,7 +42,7 @@ var blockColumns = []string{
 	"item_latency_p50_s", "item_latency_p90_s", "item_latency_p99_s", "item_latency_max_s",
 	"inflight_max", "puts_blocked", "worker_pool_waits",
 	"process_cpu_s", "gc_cycles", "loadavg_1m", "host_running_threads",
-	"host_steal_share", "host_busy_share",
+	"host_steal_share", "host_busy_share", "minor_faults", "stack_start_bytes", "runq_wait_s",
 }
 
 func (r blockResult) row() []string {
@@ -66,7 +69,7 @@ func (r blockResult) row() []string {
 		f6(r.lat.p50), f6(r.lat.p90), f6(r.lat.p99), f6(r.lat.max),
 		itoa(r.inflightMax), blocked, waits,
 		secs(r.processCPU), itoa(r.gcCycles), fmt.Sprintf("%.2f", r.loadavg), itoa(r.running),
-		share(r.steal), share(r.busy),
+		share(r.steal), share(r.busy), itoa(r.minorFaults), itoa(r.stackStart), secs(r.runqWait),
 	}
 }
 

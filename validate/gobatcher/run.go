@@ -144,7 +144,8 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 
 	res := blockResult{c: c, rep: rep}
 	res.loadavg, res.running = loadavg()
-	lib0, cpu0, proc0, gc0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles()
+	res.stackStart = readUint64Metric("/gc/stack/starting-size:bytes")
+	lib0, cpu0, proc0, gc0, flt0, wait0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles(), minorFaults(), readThreadTimes()
 	stopTrace, err := r.startTrace(c, rep)
 	if err != nil {
 		return blockResult{}, measuredBlock{}, err
@@ -152,7 +153,9 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res.startUnix = time.Now()
 	startNs, endNs := blk.run(b, c.fan)
 	stopTrace()
-	proc1, cpu1, lib1, gc1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles()
+	proc1, cpu1, lib1, gc1, flt1, wait1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles(), minorFaults(), runqWaitSince(wait0, workingThreadRun)
+	res.minorFaults = flt1 - flt0
+	res.runqWait = wait1
 
 	res.blockTime = time.Duration(endNs - startNs)
 	res.processCPU = proc1 - proc0
@@ -164,6 +167,11 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res.inflightMax = blk.rec.inflightMax.Load()
 	return res, measuredBlock{blk, startNs}, nil
 }
+
+// workingThreadRun is how long a thread must have run in a block for its run-queue wait to
+// count in runq_wait_s (runqWaitSince): a thread that runs a processor's goroutines runs
+// for most of a CPU-bound block; the runtime's sysmon thread runs for microseconds.
+const workingThreadRun = 200 * time.Microsecond
 
 // startTrace starts an execution trace of one block when -trace is given (a traced block runs
 // slower: the tracer records every scheduling event); the returned function stops it.

@@ -90,6 +90,16 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// minorFaults is the process's minor page faults so far (getrusage ru_minflt): pages the
+// kernel mapped on first touch, such as fresh goroutine stacks.
+func minorFaults() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Minflt)
+}
+
 // cpuModel is the first "model name" of /proc/cpuinfo.
 func cpuModel() string {
 	b, err := os.ReadFile("/proc/cpuinfo")
@@ -102,4 +112,49 @@ func cpuModel() string {
 		}
 	}
 	return "unknown"
+}
+
+// threadTimes is each of the process's threads' time on a CPU and time runnable but off a
+// CPU so far (the first two fields of /proc/self/task/TID/schedstat), by thread id.
+type threadTimes map[string][2]int64
+
+func readThreadTimes() threadTimes {
+	out := threadTimes{}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return out
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		run, err1 := strconv.ParseInt(f[0], 10, 64)
+		wait, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 == nil && err2 == nil {
+			out[t.Name()] = [2]int64{run, wait}
+		}
+	}
+	return out
+}
+
+// runqWaitSince is the time the process's working threads spent runnable but off a CPU since
+// before: summed over the threads that ran at least minRun in between. Across a block it is
+// what the machine's scheduler took from the threads that run the client's processors --
+// other processes, and those threads packed onto one CPU -- leaving out the runtime's
+// background thread (sysmon), which wakes for microseconds and, while both CPUs are busy,
+// waits for one without holding anything up.
+func runqWaitSince(before threadTimes, minRun time.Duration) time.Duration {
+	var sum int64
+	for tid, now := range readThreadTimes() {
+		prev := before[tid] // a thread started in between: from zero
+		if now[0]-prev[0] >= int64(minRun) {
+			sum += now[1] - prev[1]
+		}
+	}
+	return time.Duration(sum)
 }
