@@ -267,6 +267,23 @@ def test_one_processor_serialises_cpu_bound_flushes():
     assert two.block_time_s < 0.7 * one.block_time_s
 
 
+def test_packed_threads_take_turns_on_one_cpu_for_the_drawn_time():
+    # [host] packed_us: from the run's first wakep the two processors share one CPU
+    case = _drain_case(8, procs=2, flush_cpu=True)
+    one = simulate(_drain_case(8, flush_cpu=True), 1)
+    two = simulate(case, 1)
+    grid = (0.0, 0.5, 1.0)
+    never = simulate(replace(case, host=HostConfig(quantiles=grid, packed_us=(0.0,) * 3)), 1)
+    always = simulate(replace(case, host=HostConfig(quantiles=grid, packed_us=(1e6,) * 3)), 1)
+    assert never.block_time_s == two.block_time_s
+    assert always.block_time_s == pytest.approx(one.block_time_s, rel=0.05)
+    assert always.go_cpu_s == pytest.approx(two.go_cpu_s, rel=0.05)   # turns, not more CPU
+    # a window shorter than the block: in between
+    half = HostConfig(quantiles=grid, packed_us=(2000.0,) * 3)
+    part = simulate(replace(case, host=half), 1).block_time_s
+    assert two.block_time_s < part < always.block_time_s
+
+
 def test_sequential_drain_pays_each_round_trip_s_cpu():
     costs = dict(FREE, put_ns=1000.0, item_ns=1000.0, switch_ns=1000.0, flush_ns=2000.0)
     free = simulate(_drain_case(4, fanout="sequential", **FREE), 1).block_time_s
@@ -352,7 +369,7 @@ def test_two_processors_vary_drain_composition_from_seed_to_seed_and_repeat_per_
 @pytest.mark.parametrize("section,key,value", [
     ("go", "gomaxprocs", 0), ("go", "spawn_ns", -1), ("go", "flush_cpu", 1),
     ("host", "wake_us", [-1.0]), ("host", "stall_per_s", [-5.0]),
-    ("host", "speed_ratio", [0.5])])
+    ("host", "speed_ratio", [0.5]), ("host", "packed_us", [-1.0])])
 def test_bad_values_are_refused_in_the_one_format(tmp_path, section, key, value):
     file = tmp_path / "s.toml"
     file.write_text(f"[{section}]\n{key} = {json.dumps(value)}\n")

@@ -63,7 +63,8 @@ runtime of ``src/runtime``):
 How long an idle processor's thread takes to wake, how long ``runqgrab``'s ``usleep(3)``
 back-off takes, and how often other processes on the machine take the client's threads
 are properties of the host (``[host] wake_us``, ``backoff_us``, ``stall_per_s``,
-``stall_us``: :mod:`.hosttiming`).
+``stall_us``: :mod:`.hosttiming`), and so is how long the kernel runs two of its threads on
+one CPU after it wakes an idle processor's (``packed_us``).
 
 The costs of ``models/gobatcher-loopback.toml`` were measured on this project's machine by
 ``validate/gobatcher -costs`` and fitted on a subset of the harness's cells

@@ -86,7 +86,7 @@ def _lists_ok(c: HostConfig) -> bool:
 
 def _needs_grid(c: HostConfig) -> bool:
     return bool(c.sleep_us or c.timer_us or c.afterfunc_us or c.stall_us or c.speed_ratio
-                or len(c.wake_us) > 1 or len(c.backoff_us) > 1)
+                or c.packed_us or len(c.wake_us) > 1 or len(c.backoff_us) > 1)
 
 
 def _grid_ok(c: HostConfig) -> bool:
@@ -123,6 +123,9 @@ class HostConfig:
         Stall lengths (microseconds) at ``quantiles``, keyed by threads running ("1", ...).
     speed_ratio : list of float
         The ratio of two processors' speeds (>= 1) at ``quantiles``; empty = all equal.
+    packed_us : list of float
+        How long the client's threads share one CPU from the run's first wake-up of an idle
+        processor, microseconds, at ``quantiles``; empty = never.
 
     Examples
     --------
@@ -141,6 +144,7 @@ class HostConfig:
     stall_per_s: tuple[NonNeg, ...] = ()
     stall_us: dict[Str, Distribution] = Field(default_factory=dict)
     speed_ratio: tuple[Annotated[Float, at.Ge(1)], ...] = ()
+    packed_us: tuple[Annotated[Float, at.Ge(0)], ...] = ()
     RULES = (
         Rule("quantiles", "ascending from 0 to 1 when distributions are given", _grid_ok),
         Rule("wake_us", "one value, or one ascending value per quantile",
@@ -154,6 +158,8 @@ class HostConfig:
              lambda c: all(_ascending(v, len(c.quantiles)) for v in c.stall_us.values())),
         Rule("speed_ratio", "empty, or one ascending value (>= 1) per quantile",
              lambda c: not c.speed_ratio or _ascending(c.speed_ratio, len(c.quantiles))),
+        Rule("packed_us", "empty, or one ascending value per quantile",
+             lambda c: not c.packed_us or _ascending(c.packed_us, len(c.quantiles))),
         Rule("sleep_us", "a table keyed by positive durations in microseconds",
              lambda c: _keys_ok(c.sleep_us)),
         Rule("timer_us", "a table keyed by positive durations in microseconds",
@@ -233,6 +239,7 @@ class HostTiming:
         self._stall_rate = tuple(config.stall_per_s)
         self._stall_us = {int(k): np.asarray(v, float) for k, v in config.stall_us.items()}
         self._speed = np.asarray(config.speed_ratio, float)
+        self._packed = np.asarray(config.packed_us, float)
 
     def _uniform(self) -> float:
         if not self._u:
@@ -286,6 +293,13 @@ class HostTiming:
             r = float(np.interp(self._uniform(), self._grid, self._speed))
             out.append(r if self._uniform() < 0.5 else 1.0 / r)
         return out
+
+    def packed_s(self) -> float:
+        """How long the client's threads share one CPU from the run's first wake-up of an
+        idle processor (seconds; 0 without ``packed_us``)."""
+        if not self._packed.size:
+            return 0.0
+        return float(np.interp(self._uniform(), self._grid, self._packed)) * 1e-6
 
     def exponential(self) -> float:
         """A unit exponential draw (time to the next stall, in units of 1/rate)."""

@@ -42,6 +42,9 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
 * **The host's processors differ in speed** (``[host] speed_ratio``): each processor's
   runs take its own multiple of their CPU, drawn for the run
   (:meth:`~simbatch.batching.hosttiming.HostTiming.processor_speeds`).
+* **The kernel packs the client's threads onto one CPU** from the run's first wake-up of
+  an idle processor's thread, for a drawn length (``[host] packed_us``): until then a run
+  takes as many times its CPU as processors are running (they take turns on one CPU).
 
 So the order of simultaneous runnable goroutines -- the worker woken by a ``Put`` against
 the producers still putting -- follows from these rules and the random wake-up latencies:
@@ -58,10 +61,7 @@ while another processor is idle or looking for work (which may steal it); its ef
 processor is then busy for the run's CPU. When a processor's next run starts before any
 other pending event, it runs at once without a SimPy event ("run ahead"), which keeps a
 block of a million inputs fast. Not modelled: preemption after 10 ms (no run here lasts
-that long), per-processor timer heaps (timers are global), the garbage collector, and the
-kernel running two of the client's threads on one vCPU after a wake-up (the harness's
-probes see it at their own start, the blocks far less often:
-``validate/gobatcher/data/README.md``).
+that long), per-processor timer heaps (timers are global), the garbage collector.
 """
 
 from __future__ import annotations
@@ -179,6 +179,7 @@ class Scheduler:
         self._running = 0
         self._timers: list[Timer] = []
 
+        self._packed_until = -1.0        # set at the run's first wakep ([host] packed_us)
         self._poll_gen = 0
         self._poll_for: float | None = None
         self.now = 0.0
@@ -381,6 +382,8 @@ class Scheduler:
             self._poll()          # findRunnable: netpollBreak if the poller waits for later
 
     def _wakep(self) -> None:
+        if self._packed_until < 0:
+            self._packed_until = self.now + self.host.packed_s()
         p = self._idle.popleft()
         self._to_waking(p)
         self._spinning += 1
@@ -500,10 +503,12 @@ class Scheduler:
                 status = _EXITED
             cost += self.p_extra_ns
             cost *= p.slowness
+            p.busy_ns += cost
+            if self._running > 1 and self.now < self._packed_until:
+                cost *= self._running          # the threads take turns on one CPU
             self.p = None
             if status == _PARKED or status == _EXITED:
                 g.parked_at = self.now + cost * 1e-9
-            p.busy_ns += cost
             end = self.now + cost * 1e-9
             if self._stalls:
                 end += self._stall_s(p, cost)
