@@ -8,7 +8,10 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
 
 1. builds the host the run saw: the sleep and timer distributions of a ``-host`` file
    (``models/host-loopback.toml``), with the run's own probes for the other processes'
-   stalls of the client's threads and idle processors' wake-ups (``host_from_probes``);
+   stalls of the client's threads and idle processors' wake-ups (``host_from_probes``), and
+   for each cell at GOMAXPROCS 2 how long the kernel ran the client's two threads on one
+   CPU, from its blocks' measured run-queue wait (``packed_host``; ``--packing off``
+   leaves it out);
 2. takes the Go runtime's costs from a ``-costs`` file, and fits the few that no
    micro-benchmark pins down well on a stated subset of cells (``FIT_COSTS``,
    ``is_fit_cell``): ``spawn_ns``, ``switch_ns``, ``cold_ns``, ``put_ns`` and
@@ -138,10 +141,15 @@ def speed_ratio_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.Series:
 
 
 def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: its parameters and its measured blocks (lists)."""
+    """One row per cell: its parameters and its measured blocks (lists); ``runq_waits``,
+    the time the process's threads spent runnable but off CPU in each block (empty lists
+    for runs recorded before the harness measured it)."""
+    if "runq_wait_s" not in blocks:
+        blocks = blocks.assign(runq_wait_s=math.nan)
     agg = blocks.groupby("cell", sort=False).agg(
         **{k: (k, "first") for k in CELL_KEYS},
         block_times=("block_time_s", list), flushes=("n_flushes", list),
+        runq_waits=("runq_wait_s", lambda x: [v for v in x if v == v]),
         first_flush_s=("first_flush_s", "median"), loadavg=("loadavg_1m", "median"))
     return agg.reset_index()
 
@@ -201,6 +209,27 @@ def host_from_probes(host_file: Path, probes: pd.DataFrame | None,
     return HostConfig(**table), summary
 
 
+def packed_host(cell: Any, host: HostConfig, rep: int) -> HostConfig:
+    """``host`` for the ``rep``-th simulated run of ``cell``: at GOMAXPROCS 2 and more, with
+    the client's threads sharing one CPU (``[host] packed_us``) for as long as the cell's
+    ``rep``-th measured block (cycling) had them waiting runnable but off CPU
+    (``runq_wait_s``, the kernel's schedstat). Two threads taking turns on one CPU for a time
+    W wait W between them, so a block's wait is its packed time; the host's other
+    processes' stalls, which the probes measure and the model also charges
+    (``stall_per_s``), are in it too, a few per cent of a block. Why per block: whether the
+    kernel packs the threads depends on what ran before -- after the process idled for tens
+    of milliseconds it does, right after a CPU-bound block it does not (``data/README.md``)
+    -- so a cell's blocks are a mix of packed and unpacked ones, and each simulated run is
+    paired with one of them. The wait is measured beside the block time, not fitted to it.
+    Runs recorded before the harness measured it (no ``runq_wait_s``) leave ``host`` as it
+    is."""
+    waits = list(getattr(cell, "runq_waits", []) or [])
+    if int(cell.gomaxprocs) < 2 or not waits or not host.quantiles:
+        return host
+    wait_us = round(waits[rep % len(waits)] * 1e6, 1)
+    return dataclasses.replace(host, packed_us=(wait_us,) * len(host.quantiles))
+
+
 # ------------------------------------------------------------------ cells as cases
 def case_for(cell: Any, host: HostConfig, go: GoConfig) -> Case:
     """The simbatch case of a harness cell."""
@@ -244,8 +273,8 @@ class Prediction:
 
 def predict(cell: Any, host: HostConfig, go: GoConfig, reps: int, seed: int = 1
             ) -> Prediction:
-    case = case_for(cell, host, go)
-    runs = [simulate(case, replication_seed(seed, r)) for r in range(reps)]
+    runs = [simulate(case_for(cell, packed_host(cell, host, r), go), replication_seed(seed, r))
+            for r in range(reps)]
     return Prediction([r.block_time_s for r in runs], [len(r.recorder.batch_size) for r in runs],
                       [min(r.recorder.batch_start) for r in runs])
 
@@ -318,6 +347,8 @@ def compare(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
         row = {"cell": cell.cell, "gomaxprocs": int(cell.gomaxprocs), "flush": cell.flush,
                "drain": bool(cell.drain), "n_tx": int(cell.n_tx), "fit": cell.cell in
                (fitted or set()), "loadavg": cell.loadavg,
+               "runq_wait_s": float(np.median(cell.runq_waits)) if cell.runq_waits
+               else math.nan,
                "meas_p50_s": float(np.median(meas_bt)), "pred_p50_s": float(np.median(pred_bt)),
                "meas_p90_s": float(np.quantile(meas_bt, 0.9)),
                "pred_p90_s": float(np.quantile(pred_bt, 0.9)),
@@ -393,12 +424,13 @@ def _ms(x: float) -> str:
 
 
 def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
-    print("| cell | fit | load | block p50 ms meas / pred | p90 ms meas / pred | ratio | "
-          "flushes min/med/max meas | pred |", file=out)
-    print("|---|---|---:|---|---|---:|---|---|", file=out)
+    print("| cell | fit | load | runq wait ms | block p50 ms meas / pred | p90 ms meas / pred "
+          "| ratio | flushes min/med/max meas | pred |", file=out)
+    print("|---|---|---:|---:|---|---|---:|---|---|", file=out)
     for r in table.itertuples():
         mf, pf = r.meas_flushes, r.pred_flushes
-        print(f"| {r.cell} | {'fit' if r.fit else ''} | {r.loadavg:.1f} | "
+        wait = "" if r.runq_wait_s != r.runq_wait_s else _ms(r.runq_wait_s)
+        print(f"| {r.cell} | {'fit' if r.fit else ''} | {r.loadavg:.1f} | {wait} | "
               f"{_ms(r.meas_p50_s)} / {_ms(r.pred_p50_s)} | {_ms(r.meas_p90_s)} / "
               f"{_ms(r.pred_p90_s)} | {r.ratio:.2f} | {mf[0]}/{mf[1]:g}/{mf[2]} | "
               f"{pf[0]}/{pf[1]:g}/{pf[2]} |", file=out)
@@ -450,8 +482,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the fitted [go] model here")
     ap.add_argument("--reps", type=int, default=30, help="simulated runs per cell, at most")
     ap.add_argument("--only", default="", help="regexp: compare only the cells matching it")
+    ap.add_argument("--packing", choices=("measured", "off"), default="measured",
+                    help="measured: each GOMAXPROCS 2 cell's threads share one CPU for its "
+                         "blocks' measured run-queue wait (packed_host); off: never, to "
+                         "see what the packing explains")
     args = ap.parse_args(argv)
     blocks, probes = load_run(args.run)
+    if args.packing == "off":
+        blocks = blocks.drop(columns=["runq_wait_s"], errors="ignore")
     cells = cells_of(blocks)
     host, summary = host_from_probes(args.host, probes, blocks)
     print(f"run {args.run}: {len(cells)} cells, {len(blocks)} blocks, block load average "
