@@ -142,8 +142,8 @@ def speed_ratio_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.Series:
 
 def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: its parameters and its measured blocks (lists); ``runq_waits``,
-    the time the process's threads spent runnable but off CPU in each block (empty lists
-    for runs recorded before the harness measured it)."""
+    the time the process's working threads spent runnable but off CPU in each block (empty
+    lists for runs recorded before the harness measured it)."""
     if "runq_wait_s" not in blocks:
         blocks = blocks.assign(runq_wait_s=math.nan)
     agg = blocks.groupby("cell", sort=False).agg(
@@ -217,12 +217,12 @@ def packed_host(cell: Any, host: HostConfig, rep: int) -> HostConfig:
     W wait W between them, so a block's wait is its packed time; the host's other
     processes' stalls, which the probes measure and the model also charges
     (``stall_per_s``), are in it too, a few per cent of a block. Why per block: whether the
-    kernel packs the threads depends on what ran before -- after the process idled for tens
-    of milliseconds it does, right after a CPU-bound block it does not (``data/README.md``)
-    -- so a cell's blocks are a mix of packed and unpacked ones, and each simulated run is
-    paired with one of them. The wait is measured beside the block time, not fitted to it.
-    Runs recorded before the harness measured it (no ``runq_wait_s``) leave ``host`` as it
-    is."""
+    kernel packs the threads depends on how idle the process was over the last few hundred
+    milliseconds -- after a timer-bound cell it mostly does, right after a CPU-bound block it
+    does not (``data/README.md``) -- so a cell's blocks are a mix of packed and unpacked
+    ones, and each simulated run is paired with one of them. The wait is measured beside
+    the block time, not fitted to it. Runs recorded before the harness measured it (no
+    ``runq_wait_s``) leave ``host`` as it is."""
     waits = list(getattr(cell, "runq_waits", []) or [])
     if int(cell.gomaxprocs) < 2 or not waits or not host.quantiles:
         return host
