@@ -13,10 +13,10 @@ import (
 // of its own when it wakes after the process has been idle? Each trial puts the process in a
 // state (idle for a while, or one thread busy), then runs a burst: two goroutines at
 // GOMAXPROCS 2 reading the clock in a tight loop for afterIdleBurst, each gap over
-// afterIdleGap being time its thread was off a CPU. On this project's VM a burst after 50 ms
-// or more of idleness loses one ~4 ms gap (a tick of the 250 Hz kernel) on a thread: the
-// woken thread waits on the waker's vCPU until the load balancer moves it
-// (data/README.md). Trials of the states are interleaved.
+// afterIdleGap being time its thread was off a CPU. On this project's VM, with the states
+// interleaved, a burst after 300 ms of idleness mostly loses one ~4 ms gap (a tick of the
+// 250 Hz kernel) on a thread -- the woken thread waits on the waker's vCPU until the load
+// balancer moves it -- and one after 20-100 ms rarely does (data/README.md).
 
 const (
 	afterIdleBurst = 15 * time.Millisecond

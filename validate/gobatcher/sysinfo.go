@@ -83,21 +83,21 @@ func (t cpuTimes) shares(before cpuTimes) (steal, busy float64) {
 
 // processCPU is this process's user + system CPU time so far.
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
+	ru := selfRusage()
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // minorFaults is the process's minor page faults so far (getrusage ru_minflt): pages the
 // kernel mapped on first touch, such as fresh goroutine stacks.
-func minorFaults() uint64 {
+func minorFaults() uint64 { return uint64(selfRusage().Minflt) }
+
+// selfRusage is getrusage(RUSAGE_SELF), all zero if the call fails.
+func selfRusage() syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return syscall.Rusage{}
 	}
-	return uint64(ru.Minflt)
+	return ru
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo.
