@@ -19,13 +19,20 @@ a run costs per batch, not per message. The flush hands the batch to the client 
 (:meth:`.client.Client.produce_chunk`); a Produce that blocks suspends the flush until the
 client has room, exactly as the drain goroutine does, and the next batch starts with
 everything that arrived meanwhile. Event order at one instant follows the message-level
-outer batcher: a timer's flush runs one step after the timer (its goroutine wakes on the
-timer's channel), after every event already due at that instant (a response, a client's
-linger). Several producers' drain goroutines woken by arrivals at one instant wake in
-publish order (:class:`Instants`), as the feed's one step wakes them, and a debounce timer
-is reset when its batch's last message wakes the goroutine, so timers due at one instant
-fire in the order they were reset: on a shared broker CPU that order is which request the
-broker serves first.
+outer batcher:
+
+* the feed's step comes before anything else at its instant (:class:`.clock.Arrival`), and
+  the drain goroutines it wakes run a step later, in publish order (:class:`Instants`);
+* a timer's flush runs one step after the timer (its goroutine wakes on the timer's
+  channel), after every event already due at that instant (a response, a client's linger);
+  but when one of the producer's messages comes at that instant (the ``max_batch``-th, or
+  one the timer keeps for the next batch), the feed's wake-up comes first and the flush
+  runs then;
+* a debounce timer is reset when its batch's last message wakes the goroutine, so timers
+  due at one instant fire in the order they were reset.
+
+On a shared broker CPU, or a client whose drains hop between goroutines, that order is which
+request goes first.
 
 Without an outer batcher, the messages due at one instant (a burst, or Poisson arrivals in
 the same microsecond), which the feed publishes in one step, are one chunk.
@@ -51,7 +58,7 @@ import simpy
 
 from ..core.config import config
 from .client import Client
-from .clock import ticks
+from .clock import Arrival, ticks
 from .outer_batcher import OuterBatcherConfig
 
 
@@ -85,7 +92,7 @@ class Instants:
         due = self._due.get(at)
         if due is None:
             due = self._due[at] = []
-            self.env.timeout(at - self.env.now).callbacks.append(lambda _e: self._fire(at))
+            Arrival(self.env, at).callbacks.append(lambda _e: self._fire(at))
         due.append((msg, event))
         return event
 
@@ -149,9 +156,16 @@ class AggregatedOuter:
                     # drain goroutine: producers' timers due at one instant fire in the
                     # order they were reset, as message by message
                     yield wake(armed, int(ids[end - 1]))
-            if at > env.now:
-                yield env.timeout(at - env.now)
-            yield env.timeout(0)              # one step after the timer (or the arrival)
+            first = int(np.searchsorted(t, at, side="left"))
+            if at > env.now and first < n and t[first] == at:
+                # a message comes at the flush's instant (the max_batch-th, or one the
+                # timer keeps for the next batch): the feed's step wakes the drain goroutine
+                # before any timer acts, and it flushes then
+                yield wake(float(at), int(ids[first]))
+            else:
+                if at > env.now:
+                    yield env.timeout(at - env.now)
+                yield env.timeout(0)          # one step after the timer
             yield from self._flush(s, end)
             s = end
 
@@ -196,7 +210,7 @@ def aggregated_feed(env: simpy.Environment, ids: np.ndarray, arrival: np.ndarray
     for g in range(starts.size):
         a, b = int(bounds[g]), int(bounds[g + 1])
         if arrival[a] > env.now:
-            yield env.timeout(arrival[a] - env.now)
+            yield Arrival(env, arrival[a])
         client = clients[int(producer[a])]
         chunk = ids[a:b]
         i = 0

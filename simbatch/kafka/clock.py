@@ -9,11 +9,15 @@ the flush at 1 s. In seconds, ``40 * 0.025`` summed gap by gap differs from ``1.
 last bit, and which of two such events came first would be decided by rounding. On whole
 microseconds, events at one instant run in the order they were scheduled (SimPy), and the
 components state their tie rules (the outer batcher's timer wins over a message arriving at
-that instant). One microsecond is far below anything measured (timer slack ~0.3-1 ms).
+that instant); the feed's step comes first at its instants (:class:`Arrival`). One
+microsecond is far below anything measured (timer slack ~0.3-1 ms).
 Results leave the engine in seconds (:data:`S_PER_TICK`).
 """
 
 from __future__ import annotations
+
+import simpy
+from simpy.events import URGENT
 
 S_PER_TICK = 1e-6
 
@@ -25,3 +29,23 @@ def ticks(t_s: float) -> float:
     True
     """
     return float(round(t_s * 1e6))
+
+
+class Arrival(simpy.Event):
+    """The feed's step at ``at`` (clock units): it runs before every other event due at that
+    instant, whenever that event was scheduled.
+
+    Messages published at ``t`` are in their channels before any goroutine or timer acts at
+    ``t``. Without this, whether a timer due at ``t`` ran before or after the feed's step
+    would depend on when each was scheduled: the feed's wait at the previous arrival instant
+    against the timer's arming, an order the per-batch engine (:mod:`.aggregate`) has no
+    event to reproduce. SimPy runs an instant's urgent events before its normal ones, and
+    anything the feed's step sets off (a goroutine woken on its channel) is a normal event
+    after those already due.
+    """
+
+    def __init__(self, env: simpy.Environment, at: float) -> None:
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, URGENT, at - env.now)

@@ -51,7 +51,7 @@ from . import metrics as km
 from .aggregate import AggregatedOuter, Instants, SimulationConfig, aggregated_feed
 from .broker import Broker, BrokerConfig
 from .client import Client
-from .clock import S_PER_TICK, ticks
+from .clock import S_PER_TICK, Arrival, ticks
 from .feeds import Arrivals, KafkaWorkload, RateStep, arrivals
 from .franz_go import FranzGo
 from .gc import Collector, GcConfig
@@ -370,7 +370,7 @@ class _Simulation:
         t, producer = arr.ticks, arr.producer
         for msg in range(self.n):
             if t[msg] > env.now:
-                yield env.timeout(t[msg] - env.now)
+                yield Arrival(env, t[msg])
             self._stamp(msg)
             sinks[int(producer[msg])](msg)
 
