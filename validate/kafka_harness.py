@@ -46,7 +46,9 @@ requests the producer sent and the Fetch requests the consumer sent over the tim
 and its eden's size, ``gc_pause_s``, its young collections' pauses over that span, one per
 row from the first (NaN below), and ``gc_remark_s``, its marking cycles' stops the same way
 (Remark and Cleanup of one cycle together), all from ``jstat -gc PID 100`` (:class:`GcSampler`; NaN
-without the broker's pid or a JDK's ``jstat``). Times are
+without the broker's pid or a JDK's ``jstat``); ``broker_data_cpu_s``, ``broker_jit_cpu_s``
+and ``broker_gc_cpu_s``, the part of ``broker_cpu_s`` its request path, its JIT compiler and
+its garbage collector's threads took (:func:`thread_cpu_s`). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
 too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -73,6 +75,7 @@ import gc
 import json
 import os
 import queue
+import re
 import shutil
 import socket
 import subprocess
@@ -89,7 +92,8 @@ import numpy as np
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
            "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
-           "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s")
+           "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s",
+           "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -283,6 +287,48 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
     return kb / 1024, float(np.median([r["EC"] for r in rows])) / 1024, pauses, remarks
 
 
+THREAD_GROUPS = (("data", re.compile(r"^data-plane-kafk")),
+                 ("jit", re.compile(r"^C[12] CompilerThre")),
+                 ("gc", re.compile(r"^(GC Thread|G1 )")))
+"""The broker JVM's threads by the name the kernel keeps (``/proc/PID/task/TID/comm``, its
+first 15 characters): the request path (Kafka 3.9's ``data-plane-kafka-network-thread-*``
+processors and ``data-plane-kafka-request-handler-*``, ``SocketServer.scala``,
+``KafkaRequestHandler.scala``), HotSpot's C1/C2 JIT compiler threads and G1's collector
+threads. Over the timed spans of the dense ladder (2026-11-26, medians of three runs,
+``python -m validate.calibrate_kafka --configs <the -dense names>``), the request path was
+nearly all of the JVM's CPU (JIT and GC at most 0.02-0.03 cores each), and its CPU per
+produce request (the consumer's fetches included) fell with the rate: 703, 611, 530, 368 us
+at 250, 500, 1000, 2000 msg/s over 32 partitions, 549 to 410 over 8, 900 on the sparse
+one-partition fit runs (40 requests/s). Over whole runs (connecting the clients and the
+pauses included) the JIT took 0.02-0.93 s, erratically."""
+
+
+def thread_cpu_s(pid: int | None) -> dict[str, float]:
+    """CPU time (seconds) so far of process ``pid``'s threads in each :data:`THREAD_GROUPS`
+    group (a thread that exited is not counted); NaN for each where it cannot be read."""
+    out = {name: 0.0 for name, _ in THREAD_GROUPS}
+    if pid is None:
+        return {name: float("nan") for name in out}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {name: float("nan") for name in out}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                comm = fh.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                    # the thread exited meanwhile
+        for name, pattern in THREAD_GROUPS:
+            if pattern.match(comm):
+                out[name] += (int(fields[11]) + int(fields[12])) / tick
+                break
+    return out
+
+
 def machine_cpu_s() -> float:
     """Busy CPU time of the whole machine so far, all CPUs (/proc/stat's first line: user,
     nice, system, irq, softirq), seconds; NaN where it cannot be read."""
@@ -398,8 +444,10 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     rec["load_avg"] = os.getloadavg()[0]
     requests0 = _requests(stats)
     heap = GcSampler(broker_pid)
+    threads0 = thread_cpu_s(broker_pid)
     cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
     cpu1 = machine1 = timed1 = float("nan")
+    threads1 = {name: float("nan") for name in threads0}
     try:
         next_t = time.perf_counter()
         for i in range(n):
@@ -424,6 +472,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
         cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
+        threads1 = thread_cpu_s(broker_pid)
         alloc_mb, eden_mb, pauses, remarks = heap.stop()
         rec["broker_alloc_mb"], rec["broker_eden_mb"] = alloc_mb, eden_mb
         rec["gc_pause_s"][:len(pauses)] = pauses[:n]
@@ -444,6 +493,8 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
         rec["stall_s"] = _stalls_per_message(rec, stalls)
         rec["broker_cpu_s"] = cpu1 - cpu0
+        for name in threads0:
+            rec[f"broker_{name}_cpu_s"] = threads1[name] - threads0[name]
         rec["timed_s"] = timed1 - timed0
         rec["machine_cpu_s"] = machine1 - machine0
         steal = _steal_s()

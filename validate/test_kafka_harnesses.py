@@ -88,3 +88,23 @@ def test_the_deadline_timer_flushes_its_linger_after_the_first_message(kafka_bro
     heads = [held[flush == k].max() for k in np.unique(flush)]   # each batch's first message
     assert len(heads) >= 5
     assert all(0.080 < h < 0.130 for h in heads), heads   # the last batch too
+
+
+def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
+    import os
+
+    from validate.kafka_harness import THREAD_GROUPS, thread_cpu_s
+
+    def group(name: str) -> str | None:
+        comm = name[:15]                    # /proc/PID/task/TID/comm keeps 15 characters
+        return next((g for g, pattern in THREAD_GROUPS if pattern.match(comm)), None)
+
+    assert group("data-plane-kafka-network-thread-1-ListenerName(PLAINTEXT)-PLAINTEXT-0") \
+        == "data"
+    assert group("data-plane-kafka-request-handler-3") == "data"
+    assert [group(n) for n in ("C2 CompilerThread0", "C1 CompilerThread0")] == ["jit", "jit"]
+    assert [group(n) for n in ("GC Thread#1", "G1 Conc#0", "G1 Refine#0")] == ["gc"] * 3
+    assert group("kafka-scheduler-0") is None and group("ExpirationReaper-1-Produce") is None
+    # a process with none of them (this one) has zero of each; no process, NaN
+    assert thread_cpu_s(os.getpid()) == {"data": 0.0, "jit": 0.0, "gc": 0.0}
+    assert all(v != v for v in thread_cpu_s(None).values())
