@@ -27,12 +27,13 @@ def _case(broker: BrokerConfig, **workload) -> KafkaCase:
                      outer=OuterBatcherConfig(linger_ms=None),
                      producer=KafkaProducerConfig(semantics="librdkafka", linger_ms=0,
                                                   append_ms=0.8, append_ratios=(0.9, 1.0, 1.3)),
-                     consumer=ConsumerConfig(fetch_ms=0.3))
+                     consumer=ConsumerConfig(fetch_ms=0.3), broker=broker)
 
 
 def test_an_idle_broker_answers_a_one_record_request_as_fitted():
     off = simulate_kafka(_case(BrokerConfig()), 4)
     on = simulate_kafka(_case(CPU), 4)
+    assert on.broker_cpu_s > 0 and off.broker_cpu_s != off.broker_cpu_s     # on, and off
     np.testing.assert_array_equal(off.latency_s, on.latency_s)      # 25 ms apart: idle
 
 
@@ -120,3 +121,27 @@ def test_background_traffic_shows_in_the_broker_cpu():
 def test_background_load_needs_cores_left_for_the_broker():
     with pytest.raises(Exception, match="background_cores"):
         BrokerConfig(cores=2, background_cores=2.0)
+
+
+@pytest.mark.parametrize("interval_ms,fetches", [(25.0, 100), (0.1, None)])
+def test_the_consumer_reads_the_appends_made_while_its_fetch_was_away_in_one_fetch(
+        interval_ms, fetches):
+    # the consumer keeps one fetch outstanding and sends the next fetch_ms (0.3 ms) after
+    # the reply: messages 25 ms apart are fetched one by one; 0.1 ms apart (librdkafka at
+    # linger 0: a request each), several appends wait for each fetch, which pays the
+    # per-request share once
+    case = _case(CPU, interval_ms=interval_ms)
+    run = simulate_kafka(case, 2)
+    assert run.requests == 100
+    if fetches is not None:
+        assert run.broker_fetches == fetches
+        return
+    assert 10 <= run.broker_fetches < 60
+    share = CPU.fetch_share
+    per_request = CPU.request_cpu_us * 1e-6
+    # every record's own cost and bytes, a produce share per request, a fetch share per fetch
+    records = 100 * (CPU.record_cpu_us * 1e-6 + CPU.byte_cpu_ns * 1e-9 * (
+        case.workload.message_bytes + case.producer.record_overhead_bytes))
+    expected = records + per_request * ((1 - share) * run.requests
+                                        + share * run.broker_fetches)
+    assert run.broker_cpu_s == pytest.approx(expected)

@@ -93,6 +93,7 @@ import datetime as dt
 import os
 import platform
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -319,20 +320,24 @@ def fit_broker(rec: np.ndarray, fitted: Fitted, seeds: int = 3) -> dict:
     append and fetch of the fit run measured with it): ``idle_cores`` is the broker JVM's
     CPU per second over the harness's warm-up pause (clients connected, no traffic: the
     consumer's empty long-polls, the JVM's own threads); what it burnt beyond that over the
-    timed span, divided by the produce requests the model sends for that run (mean over
-    ``seeds``), is ``request_cpu_us``: a produce request with the consumer's fetch of its
-    records. Per record and per byte: not identifiable from one configuration of 256-byte
-    messages (records per request and bytes per record do not vary enough), so 0; the
-    per-request cost holds them at this configuration's ~2 records per request."""
+    timed span, divided by the requests the model serves for that run (mean over ``seeds``;
+    a produce request counts ``1 - fetch_share``, a fetch, which may read several appends,
+    ``fetch_share``), is ``request_cpu_us``. Per record and per byte: not identifiable from
+    one configuration of 256-byte messages (records per request and bytes per record do not
+    vary enough), so 0; the per-request cost holds them at this configuration's ~3 records
+    per request."""
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate as simulate_kafka
 
-    case = model_case(CPU_FIT, CONFIGS[CPU_FIT], fitted)
-    requests = np.mean([simulate_kafka(case, replication_seed(2, s)).requests
-                        for s in range(seeds)])
+    # the model's broker at 1 us per request: its CPU seconds count the requests it serves
+    # (at 1 us the broker never queues, so the count is the one the fitted cost meets)
+    case = model_case(CPU_FIT, CONFIGS[CPU_FIT], fitted,
+                      {"cores": LOCAL_CORES, "request_cpu_us": 1.0})
+    units = np.mean([simulate_kafka(case, replication_seed(2, s)).broker_cpu_s / 1e-6
+                     for s in range(seeds)])
     idle = float(rec["broker_idle_cores"][0])
     work = float(rec["broker_cpu_s"][0] - idle * rec["timed_s"][0])
-    return {"cores": LOCAL_CORES, "request_cpu_us": round(work / requests * 1e6, 2),
+    return {"cores": LOCAL_CORES, "request_cpu_us": round(work / units * 1e6, 2),
             "idle_cores": round(idle, 4)}
 
 
@@ -453,6 +458,7 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     figures: dict[str, list[float]] = {"p50": [], "p99": []}
     if cpu:
         figures["broker_cpu"] = []
+        figures["fetch_per_produce"] = []
     for k, (f, rec) in enumerate(zip(fitted, runs, strict=True)):
         case = model_case(name, cfg, f, brokers[k] if brokers is not None else None, gc)
         mask = kept(rec)
@@ -465,6 +471,8 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
         if cpu:
             figures["broker_cpu"].append(float(np.median(
                 [ENGINE.run_metrics(s)["broker_cpu_cores"] for s in sims])))
+            figures["fetch_per_produce"].append(float(np.median(
+                [s.broker_fetches / s.requests for s in sims])))
     return {q: float(np.median(v)) for q, v in figures.items()}
 
 
@@ -643,22 +651,32 @@ def compare(results: dict[str, Measured]) -> list[dict]:
                        else None)
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
                     "broker_cpu": measured_cpu(m.runs)}
+        fetch_ratio = pred.pop("fetch_per_produce", float("nan"))
         for q in pred:
             rows.append({"config": name, "metric": q, "measured": measured[q],
                          "predicted": pred[q], "ok": within(pred[q], measured[q], name, q),
                          "fitted_on": name in FIT.values(),
                          "load": float(np.median([r["load_avg"][0] for r in m.runs]))})
+        if q == "broker_cpu":        # not judged: what the CPU's fetch share rests on
+            rows[-1]["fetch_per_produce"] = (float(np.median(
+                [r["fetch_requests"][0] / r["produce_requests"][0] for r in m.runs])),
+                fetch_ratio)
         # load: the machine's 1-minute load average as the runs started (median)
     return rows
 
 
-def where_cpu_went(results: dict[str, Measured]) -> list[str]:
-    """Per configuration with the broker's threads measured (the CPU configurations and
-    their fit, :func:`validate.kafka_harness.thread_cpu_s`): the request path's CPU per
-    produce request (the consumer's fetches included), and the cores the request path, the
-    JIT compiler, the garbage collector and the rest of the JVM kept busy; medians over runs.
-    The model's ``request_cpu_us`` is fitted on the whole JVM (:func:`fit_broker`)."""
-    lines = []
+def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> list[str]:
+    """Per CPU configuration: the consumer's Fetch requests per Produce request, measured
+    (librdkafka's statistics) and predicted (the broker's coalesced fetches,
+    simbatch/kafka/broker.py), from ``rows`` (:func:`compare`); and, where the broker's
+    threads were measured (:func:`validate.kafka_harness.thread_cpu_s`), the request path's
+    CPU per produce request (the consumer's fetches included) and the cores the request
+    path, the JIT compiler, the garbage collector and the rest of the JVM kept busy, for the
+    configuration and its paired fit runs; medians over runs. The model's
+    ``request_cpu_us`` is fitted on the whole JVM (:func:`fit_broker`)."""
+    lines = [f"{r['config']}: Fetch per Produce measured {r['fetch_per_produce'][0]:.2f}, "
+             f"predicted {r['fetch_per_produce'][1]:.2f}"
+             for r in rows if "fetch_per_produce" in r]
     for name, m in results.items():
         runs = list(m.runs) + list(m.cpu_fit_runs or [])
         if name not in CPU_CONFIGS or not all(np.isfinite(r["broker_data_cpu_s"][0])
@@ -866,7 +884,7 @@ def main() -> None:
         path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, broker, gc))
         print(f"wrote {path}")
     print(table(rows))
-    for line in where_cpu_went(results):
+    for line in where_cpu_went(results, rows):
         print(line)
     for d in directions(rows):
         print(f"p50 against P at linger {d['linger_ms']} ms, {d['client']} "

@@ -54,7 +54,7 @@ def calibration(kafka_broker, harnesses, tmp_path_factory):
                       broker_pid=kafka_broker["pid"])
     rows = compare(results)
     print("\n" + table(rows))
-    print("\n".join(where_cpu_went(results)))
+    print("\n".join(where_cpu_went(results, rows)))
     return out, rows, names
 
 

@@ -129,6 +129,7 @@ class KafkaRun(Run):
     requests: int = 0
     end_s: float = 0.0
     broker_cpu_s: float = float("nan")
+    broker_fetches: int = 0
 
     @property
     def latency_s(self) -> np.ndarray:
@@ -226,7 +227,9 @@ class _Simulation:
         bc = self.case.broker
         if not bc.on:
             return None
-        out = [Broker(self.env, bc, self.rngs["broker"], self.gcs[b] if self.gcs else None)
+        turnaround = ticks(self.case.consumer.fetch_ms / 1e3)   # the consumer's next fetch
+        out = [Broker(self.env, bc, self.rngs["broker"], self.gcs[b] if self.gcs else None,
+                      turnaround)
                for b in range(self.case.producer.n_brokers)]
         for broker in out:
             broker.start_background(self._record_bytes)
@@ -426,7 +429,8 @@ class _Simulation:
             request_sent_s=joined("request_sent", np.float64),
             request_acked_s=joined("request_acked", np.float64),
             outer_flushes=self.flushes, requests=sum(c.requests for c in clients),
-            end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu)
+            end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu,
+            broker_fetches=sum(b.fetches for b in self.brokers) if self.brokers else 0)
 
 
 class KafkaEngine:
