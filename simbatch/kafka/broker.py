@@ -22,11 +22,12 @@ way (taken as the consumer's ``fetch_ms``: the append-to-callback time it measur
 read by one fetch: its per-request share is paid once for them all, the per-record and
 per-byte shares for each. Measured (``fetch_requests``, librdkafka's statistics), 0.94
 Fetch per Produce at 250 msg/s over 32 partitions and 0.69 at 2000; predicted so, 0.99 and
-0.78-0.81 (the model coalesces less than the consumer does). Of each, ``network_share`` of
-the per-request and per-byte cost runs on
-a network thread, the rest (and the per-record cost) on an I/O thread; each stage holds one
-thread of its pool and one core (FIFO, :class:`~simbatch.core.pool.FifoPool`). A request's
-time at the broker is its wait for the connection (muted), for a thread and a core, and its
+0.78-0.81 (the model coalesces less than the consumer does). This is the broker's CPU
+only: a record still reaches the consumer ``fetch_ms`` after its append (``engine.py``).
+Of each, ``network_share`` of the per-request and per-byte cost runs on a network thread,
+the rest (and the per-record cost) on an I/O thread; each stage holds one thread of its
+pool and one core (FIFO, :class:`~simbatch.core.pool.FifoPool`). A request's time at the
+broker is its wait for the connection (muted), for a thread and a core, and its
 two stages.
 
 The measured round trip (``[producer] append_ms`` x a resampled ratio) was fitted on
