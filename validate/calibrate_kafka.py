@@ -78,7 +78,11 @@ it takes a negative cost per produce request). Judged against the fit configurat
 constant, the ladder's CPU was within 25 % on 4 and 5 of 8 configurations in two sessions
 that day (off: +27 % to +33 % at 8 partitions and 1000-2000 msg/s and at 32 and 2000, -30 %
 to -34 % at 32 partitions and 250-500 msg/s), its p50 and p99 on all 8 in both (p99 -2 % to
--16 %).
+-16 %). With the consumer's fetches coalesced (simbatch/kafka/broker.py), the same CSVs
+give 5 and 5 of 8, and a third session 6 of 8 (off: -35 % at 32 partitions and 250 msg/s,
++32 % at 2000; p99 -36 % at 2000, whose measured tail varies 18-28 ms between sessions).
+The request path's context switches per produce request and its CPU per switch both fall
+with the rate (:data:`validate.kafka_harness.THREAD_GROUPS`): fewer wake-ups, each cheaper.
 
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
 once, the fits, and one dense multi-partition configuration), building the Go and Java
@@ -669,17 +673,17 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
     """Per CPU configuration: the consumer's Fetch requests per Produce request, measured
     (librdkafka's statistics) and predicted (the broker's coalesced fetches,
     simbatch/kafka/broker.py), from ``rows`` (:func:`compare`); and, where the broker's
-    threads were measured (:func:`validate.kafka_harness.thread_cpu_s`), the request path's
-    CPU per produce request (the consumer's fetches included) and the cores the request
-    path, the JIT compiler, the garbage collector and the rest of the JVM kept busy, for the
-    configuration and its paired fit runs; medians over runs. The model's
+    threads were measured (:func:`validate.kafka_harness.thread_usage`), the request path's
+    CPU and context switches per produce request (the consumer's fetches included) and the
+    cores the request path, the JIT compiler, the garbage collector and the rest of the JVM
+    kept busy, for the configuration and its paired fit runs; medians over runs. The model's
     ``request_cpu_us`` is fitted on the whole JVM (:func:`fit_broker`)."""
     lines = [f"{r['config']}: Fetch per Produce measured {r['fetch_per_produce'][0]:.2f}, "
              f"predicted {r['fetch_per_produce'][1]:.2f}"
              for r in rows if "fetch_per_produce" in r]
     for name, m in results.items():
         runs = list(m.runs) + list(m.cpu_fit_runs or [])
-        if name not in CPU_CONFIGS or not all(np.isfinite(r["broker_data_cpu_s"][0])
+        if name not in CPU_CONFIGS or not all(np.isfinite(r["broker_data_switches"][0])
                                               for r in runs):
             continue
         for label, group in ((name, m.runs), (f"{CPU_FIT} (paired)", m.cpu_fit_runs or [])):
@@ -689,10 +693,14 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
             per_req = med(lambda r: r["broker_data_cpu_s"][0] / r["produce_requests"][0])
             cores = {k: med(lambda r, k=k: r[f"broker_{k}_cpu_s"][0] / r["timed_s"][0])
                      for k in ("data", "jit", "gc")}
+            switches = med(lambda r: r["broker_data_switches"][0] / r["produce_requests"][0])
+            per_switch = med(lambda r: r["broker_data_cpu_s"][0] / r["broker_data_switches"][0])
             rest = med(lambda r: (r["broker_cpu_s"][0] - r["broker_data_cpu_s"][0]
                                   - r["broker_jit_cpu_s"][0] - r["broker_gc_cpu_s"][0])
                        / r["timed_s"][0])
-            lines.append(f"{label}: request path {per_req * 1e6:.0f} us per produce request; "
+            lines.append(f"{label}: request path {per_req * 1e6:.0f} us and {switches:.1f} "
+                         f"context switches per produce request ({per_switch * 1e6:.0f} us "
+                         "per switch); "
                          f"cores: request path {cores['data']:.2f}, JIT {cores['jit']:.2f}, "
                          f"GC {cores['gc']:.2f}, rest {rest:.2f} (over {span:.1f} s)")
     return lines

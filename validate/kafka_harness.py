@@ -48,7 +48,8 @@ row from the first (NaN below), and ``gc_remark_s``, its marking cycles' stops t
 (Remark and Cleanup of one cycle together), all from ``jstat -gc PID 100`` (:class:`GcSampler`; NaN
 without the broker's pid or a JDK's ``jstat``); ``broker_data_cpu_s``, ``broker_jit_cpu_s``
 and ``broker_gc_cpu_s``, the part of ``broker_cpu_s`` its request path, its JIT compiler and
-its garbage collector's threads took (:func:`thread_cpu_s`). Times are
+its garbage collector's threads took, and ``broker_data_switches``, the request path's
+context switches (:func:`thread_usage`). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
 too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -93,7 +94,8 @@ COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "
            "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
            "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s",
-           "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s")
+           "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s",
+           "broker_data_switches")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -300,31 +302,45 @@ nearly all of the JVM's CPU (JIT and GC at most 0.02-0.03 cores each), and its C
 produce request (the consumer's fetches included) fell with the rate: 703, 611, 530, 368 us
 at 250, 500, 1000, 2000 msg/s over 32 partitions, 549 to 410 over 8, 900 on the sparse
 one-partition fit runs (40 requests/s). Over whole runs (connecting the clients and the
-pauses included) the JIT took 0.02-0.93 s, erratically."""
+pauses included) the JIT took 0.02-0.93 s, erratically. A third session counted the request
+path's context switches too: 9.0, 8.7, 8.2, 7.3 per produce request at 250 to 2000 msg/s
+over 32 partitions, and 85, 70, 55, 51 us of its CPU per switch; over 8 partitions 9.2 to
+8.5 switches and 67 to 55 us. So fewer wake-ups per request explain a part of the fall, and
+each wake-up costing less CPU when the broker is busy (warmer caches) the rest."""
 
 
-def thread_cpu_s(pid: int | None) -> dict[str, float]:
-    """CPU time (seconds) so far of process ``pid``'s threads in each :data:`THREAD_GROUPS`
-    group (a thread that exited is not counted); NaN for each where it cannot be read."""
-    out = {name: 0.0 for name, _ in THREAD_GROUPS}
-    if pid is None:
-        return {name: float("nan") for name in out}
-    tick = os.sysconf("SC_CLK_TCK")
+def thread_usage(pid: int | None) -> dict[str, float]:
+    """What process ``pid``'s threads of each :data:`THREAD_GROUPS` group used so far:
+    ``<group>_cpu_s`` (user + system seconds, ``/proc/PID/task/TID/stat``) and, for the
+    request path, ``data_switches`` (its context switches, voluntary and not,
+    ``/proc/PID/task/TID/status``: each is a thread going to sleep or being put off a CPU);
+    a thread that exited is not counted; NaN for each where it cannot be read."""
+    out = {f"{name}_cpu_s": 0.0 for name, _ in THREAD_GROUPS} | {"data_switches": 0.0}
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
+        tids = os.listdir(f"/proc/{pid}/task") if pid is not None else None
     except OSError:
-        return {name: float("nan") for name in out}
+        tids = None
+    if tids is None:
+        return {key: float("nan") for key in out}
+    tick = os.sysconf("SC_CLK_TCK")
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as fh:
                 comm = fh.read().strip()
             with open(f"/proc/{pid}/task/{tid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                status = fh.read()
         except OSError:
             continue                    # the thread exited meanwhile
         for name, pattern in THREAD_GROUPS:
             if pattern.match(comm):
-                out[name] += (int(fields[11]) + int(fields[12])) / tick
+                out[f"{name}_cpu_s"] += (int(fields[11]) + int(fields[12])) / tick
+                if name == "data":
+                    out["data_switches"] += sum(
+                        int(line.split()[1]) for line in status.splitlines()
+                        if line.startswith(("voluntary_ctxt_switches",
+                                            "nonvoluntary_ctxt_switches")))
                 break
     return out
 
@@ -444,7 +460,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     rec["load_avg"] = os.getloadavg()[0]
     requests0 = _requests(stats)
     heap = GcSampler(broker_pid)
-    threads0 = thread_cpu_s(broker_pid)
+    threads0 = thread_usage(broker_pid)
     cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
     cpu1 = machine1 = timed1 = float("nan")
     threads1 = {name: float("nan") for name in threads0}
@@ -472,7 +488,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
         cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
-        threads1 = thread_cpu_s(broker_pid)
+        threads1 = thread_usage(broker_pid)
         alloc_mb, eden_mb, pauses, remarks = heap.stop()
         rec["broker_alloc_mb"], rec["broker_eden_mb"] = alloc_mb, eden_mb
         rec["gc_pause_s"][:len(pauses)] = pauses[:n]
@@ -493,8 +509,8 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
         rec["stall_s"] = _stalls_per_message(rec, stalls)
         rec["broker_cpu_s"] = cpu1 - cpu0
-        for name in threads0:
-            rec[f"broker_{name}_cpu_s"] = threads1[name] - threads0[name]
+        for key in threads0:
+            rec[f"broker_{key}"] = threads1[key] - threads0[key]
         rec["timed_s"] = timed1 - timed0
         rec["machine_cpu_s"] = machine1 - machine0
         steal = _steal_s()

@@ -93,7 +93,7 @@ def test_the_deadline_timer_flushes_its_linger_after_the_first_message(kafka_bro
 def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
     import os
 
-    from validate.kafka_harness import THREAD_GROUPS, thread_cpu_s
+    from validate.kafka_harness import THREAD_GROUPS, thread_usage
 
     def group(name: str) -> str | None:
         comm = name[:15]                    # /proc/PID/task/TID/comm keeps 15 characters
@@ -106,5 +106,6 @@ def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
     assert [group(n) for n in ("GC Thread#1", "G1 Conc#0", "G1 Refine#0")] == ["gc"] * 3
     assert group("kafka-scheduler-0") is None and group("ExpirationReaper-1-Produce") is None
     # a process with none of them (this one) has zero of each; no process, NaN
-    assert thread_cpu_s(os.getpid()) == {"data": 0.0, "jit": 0.0, "gc": 0.0}
-    assert all(v != v for v in thread_cpu_s(None).values())
+    assert thread_usage(os.getpid()) == {"data_cpu_s": 0.0, "jit_cpu_s": 0.0, "gc_cpu_s": 0.0,
+                                         "data_switches": 0.0}
+    assert all(v != v for v in thread_usage(None).values())
