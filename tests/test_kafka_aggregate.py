@@ -71,7 +71,7 @@ def test_every_shipped_kafka_scenario_is_the_same_aggregated(path):
 @st.composite
 def aggregatable_cases(draw, semantics: str):
     """The invariants' cases (``test_kafka_properties``), open loop, with up to three
-    producers and the broker's CPU on or off."""
+    producers and the broker's CPU on or off (cold starts and fetched partitions too)."""
     case = draw(kafka_cases(semantics))
     assume(case.workload.feed != "closed_loop")     # a closed loop runs message by message
     cores = draw(st.one_of(st.none(), st.integers(1, 3)))
@@ -79,7 +79,10 @@ def aggregatable_cases(draw, semantics: str):
     return dataclasses.replace(
         case, workload=dataclasses.replace(case.workload, producers=producers),
         broker=BrokerConfig(cores=cores, request_cpu_us=draw(st.integers(0, 2000)),
-                            record_cpu_us=draw(st.integers(0, 50))))
+                            record_cpu_us=draw(st.integers(0, 50)),
+                            cold_us=draw(st.integers(0, 1000)),
+                            cold_after_us=draw(st.sampled_from([100.0, 1000.0, 5000.0])),
+                            partition_fetch_us=draw(st.integers(0, 20))))
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS)

@@ -5,6 +5,8 @@ load slows the broker's requests."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -30,11 +32,39 @@ def _case(broker: BrokerConfig, **workload) -> KafkaCase:
                      consumer=ConsumerConfig(fetch_ms=0.3), broker=broker)
 
 
-def test_an_idle_broker_answers_a_one_record_request_as_fitted():
+COLD = BrokerConfig(cores=2, request_cpu_us=300, record_cpu_us=10, byte_cpu_ns=1,
+                    cold_us=400, cold_after_us=1000, partition_fetch_us=5)
+
+
+@pytest.mark.parametrize("cpu", [CPU, COLD], ids=["warm", "cold"])
+def test_an_idle_broker_answers_a_one_record_request_as_fitted(cpu):
+    # the fitted round trip holds one record's service at an idle broker, its cold start too
     off = simulate_kafka(_case(BrokerConfig()), 4)
-    on = simulate_kafka(_case(CPU), 4)
+    on = simulate_kafka(_case(cpu), 4)
     assert on.broker_cpu_s > 0 and off.broker_cpu_s != off.broker_cpu_s     # on, and off
     np.testing.assert_array_equal(off.latency_s, on.latency_s)      # 25 ms apart: idle
+
+
+@pytest.mark.parametrize("interval_ms,cold", [(25.0, 100), (0.1, 1)])
+def test_a_request_after_an_idle_spell_pays_a_cold_start(interval_ms, cold):
+    # 25 ms apart, the broker idles past cold_after_us before every request: each produce
+    # request starts cold (its fetch follows at once, warm); 0.1 ms apart it never idles that
+    # long after the first. Every fetch names the consumer's 4 partitions.
+    case = _case(COLD, interval_ms=interval_ms)
+    case = dataclasses.replace(case, producer=dataclasses.replace(case.producer,
+                                                                  n_partitions=4))
+    run = simulate_kafka(case, 2)
+    warm = simulate_kafka(dataclasses.replace(
+        case, broker=dataclasses.replace(COLD, cold_us=0, partition_fetch_us=0)), 2)
+    assert run.broker_cold_starts == cold
+    extra = (cold * COLD.cold_us + run.broker_fetches * 4 * COLD.partition_fetch_us) * 1e-6
+    if interval_ms > 1:          # one fetch per request either way
+        assert run.broker_fetches == warm.broker_fetches == 100
+        assert run.broker_cpu_s == pytest.approx(warm.broker_cpu_s + extra)
+    else:                         # the costs' own stages change how fetches coalesce
+        share = COLD.fetch_share * COLD.request_cpu_us * 1e-6
+        assert run.broker_cpu_s == pytest.approx(
+            warm.broker_cpu_s + extra + (run.broker_fetches - warm.broker_fetches) * share)
 
 
 def _burst(semantics: str, broker: BrokerConfig):

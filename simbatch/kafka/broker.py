@@ -10,8 +10,8 @@ is read until its response is sent (``Processor.processCompletedReceives`` /
 threads run on the machine's ``cores``.
 
 Here a produce request costs ``request_cpu_us + record_cpu_us x records + byte_cpu_ns x
-bytes`` of CPU, the consumer's fetch of its records included (each was measured as the
-broker JVM's CPU time, ``/proc/PID/stat``, over calibration runs:
+bytes`` of CPU (plus a cold start, below), the consumer's fetch of its records included
+(each was measured as the broker JVM's CPU time, ``/proc/PID/stat``, over calibration runs:
 ``validate/calibrate_kafka.py``). ``fetch_share`` of it is the fetch: a job on the
 consumer's connection (muted too), after the append, off the producer's path; the rest is
 the produce request. The consumer keeps one Fetch outstanding per broker and sends the next
@@ -21,9 +21,28 @@ appends made while a fetch is served, or while its reply and the next request ar
 way (taken as the consumer's ``fetch_ms``: the append-to-callback time it measured), are
 read by one fetch: its per-request share is paid once for them all, the per-record and
 per-byte shares for each. Measured (``fetch_requests``, librdkafka's statistics), 0.94
-Fetch per Produce at 250 msg/s over 32 partitions and 0.69 at 2000; predicted so, 0.99 and
-0.78-0.81 (the model coalesces less than the consumer does). This is the broker's CPU
+Fetch per Produce at 250 msg/s over 32 partitions and 0.68 at 2000; predicted so, with the
+fitted costs below, 0.98 and 0.68 (``validate/calibrate_kafka.py``). This is the broker's CPU
 only: a record still reaches the consumer ``fetch_ms`` after its append (``engine.py``).
+A fetch names every partition the consumer reads from the broker, with or without new
+records (librdkafka's ``rd_kafka_broker_fetch_toppars``, ``rdkafka_fetcher.c``, writes each
+active partition; its ``INTRODUCTION.md`` lists KIP-227's incremental fetch sessions as not
+supported), and the broker reads each: ``partition_fetch_us`` per partition named, on the I/O
+thread.
+
+Cold starts. The broker's threads park when they have nothing to do (a request handler
+blocks in ``requestChannel.receiveRequest(300)``, ``KafkaRequestHandler.run``; a network
+thread in its selector's poll), and a stage that starts after the broker has run no request
+stage for longer than ``cold_after_us`` costs ``cold_us`` more: the wake-up, and caches
+the idle spell left to other processes (a hypothesis; what is measured is below; cf. ``[go]
+cold_ns``, simbatch/batching/gocpu.py).
+Measured (``validate/calibrate_kafka.py``'s dense ladder, per thread from ``/proc``): the
+request path's CPU per produce request falls with the rate, from 764 to 373 us between 250
+and 2000 msg/s over 32 partitions, its context switches per request from 9.0 to 7.3 and its
+CPU per switch from 85 to 51 us; a busy broker's stages follow one another warm. At an idle
+broker every request pays one cold start (what the fitted round trip already holds, see
+below).
+
 Of each, ``network_share`` of the per-request and per-byte cost runs on a network thread,
 the rest (and the per-record cost) on an I/O thread; each stage holds one thread of its
 pool and one core (FIFO, :class:`~simbatch.core.pool.FifoPool`). A request's time at the
@@ -31,10 +50,11 @@ broker is its wait for the connection (muted), for a thread and a core, and its
 two stages.
 
 The measured round trip (``[producer] append_ms`` x a resampled ratio) was fitted on
-one-record requests at an idle broker, so it already holds one such request's service; with
-the broker's CPU on, a request is answered ``append_ms x ratio`` minus that service after the
-broker is done with it: at an idle broker a one-record request takes exactly what it took
-without the CPU model, and every record beyond, every byte and every wait adds to it.
+one-record requests at an idle broker, so it already holds one such request's service and
+its cold start; with the broker's CPU on, a request is answered ``append_ms x ratio`` minus
+that (:meth:`BrokerConfig.idle_produce_s`) after the broker is done with it: at an idle
+broker a one-record request takes exactly what it took without the CPU model, and every
+record beyond, every byte and every wait adds to it (a warm start takes that much less).
 
 Other load on the broker's cores (``[broker]``): ``background_records_per_s`` (other
 clients' produce traffic on each broker, Poisson requests of
@@ -82,6 +102,9 @@ class BrokerConfig:
     request_cpu_us: NonNeg = 0.0
     record_cpu_us: NonNeg = 0.0
     byte_cpu_ns: NonNeg = 0.0
+    cold_us: NonNeg = 0.0
+    cold_after_us: PosFloat = 1000.0
+    partition_fetch_us: NonNeg = 0.0
     network_share: Annotated[Float, at.Ge(0), at.Le(1)] = 0.5
     fetch_share: Annotated[Float, at.Ge(0), at.Lt(1)] = 0.5
     idle_cores: NonNeg = 0.0
@@ -113,6 +136,11 @@ class BrokerConfig:
         """CPU seconds of the produce request alone (on the producer's connection)."""
         return self.service_s(records, n_bytes) * (1.0 - self.fetch_share)
 
+    def idle_produce_s(self, records: int, n_bytes: float) -> float:
+        """Seconds the produce request alone takes at an idle, cold broker (its stages'
+        CPU and one cold start): what the fitted round trip already holds."""
+        return self.produce_s(records, n_bytes) + self.cold_us * 1e-6
+
 
 class Broker:
     """One broker's threads and cores; ``submit(records, bytes, done)`` serves a request and
@@ -120,7 +148,7 @@ class Broker:
 
     def __init__(self, env: simpy.Environment, config: BrokerConfig,
                  rng: np.random.Generator | None = None, gc: Collector | None = None,
-                 turnaround: float = 0.0) -> None:
+                 turnaround: float = 0.0, fetch_partitions: int = 1) -> None:
         assert config.cores is not None
         self.env = env
         self.config = config
@@ -133,6 +161,10 @@ class Broker:
         self._fetching = False
         self.turnaround = turnaround        # clock units: a reply's way back and the next's
         self.fetches = 0                    # the consumer's fetches served
+        self.fetch_partitions = fetch_partitions   # partitions each fetch names
+        self.cold_starts = 0                # stages that found the broker cold
+        self._running = 0                   # request stages on a core now
+        self._idle_since = -np.inf          # when the last one ended (clock units)
         self.gc = gc                        # young pauses freeze every stage (gc.py)
 
     def submit(self, records: int, n_bytes: float, done: Callable[[], None]) -> None:
@@ -160,6 +192,7 @@ class Broker:
             records += r
             n_bytes += b
         network, io = self.config.stages_s(records, n_bytes, self.config.fetch_share)
+        io += self.config.partition_fetch_us * 1e-6 * self.fetch_partitions
         self.cpu_s += network + io
         self.fetches += 1
         self._fetching = True
@@ -183,17 +216,32 @@ class Broker:
             self.cores.acquire(on_core)
 
         def on_core() -> None:
+            run = duration + self._cold()
+            self._running += 1
             if self.gc is not None:
-                self.gc.run_after(duration, lambda: finish(None))
+                self.gc.run_after(run, lambda: finish(None))
             else:
-                self.env.timeout(duration).callbacks.append(finish)
+                self.env.timeout(run).callbacks.append(finish)
 
         def finish(_event: simpy.Event | None) -> None:
+            self._running -= 1
+            if self._running == 0:
+                self._idle_since = self.env.now
             self.cores.release()
             threads.release()
             then()
 
         threads.acquire(on_thread)
+
+    def _cold(self) -> float:
+        """The extra time of a stage starting now: ``cold_us`` if no request stage has run
+        for longer than ``cold_after_us`` (module docstring), else 0."""
+        cfg = self.config
+        if self._running or self.env.now - self._idle_since <= cfg.cold_after_us:
+            return 0.0
+        self.cold_starts += 1
+        self.cpu_s += cfg.cold_us * 1e-6
+        return ticks(cfg.cold_us * 1e-6)
 
     def start_background(self, record_bytes: float) -> None:
         """Start the other load (module docstring), drawn from ``rng``."""

@@ -196,8 +196,8 @@ class Client:
         self.count_cap = config.batch_count_cap
         self.inflight_cap = config.inflight_cap
         reference = 0.0
-        if brokers:      # the fitted round trip's own service: one record at an idle broker
-            reference = ticks(brokers[0].config.produce_s(1, record_bytes))
+        if brokers:      # the fitted round trip's own service: one record at an idle, cold broker
+            reference = ticks(brokers[0].config.idle_produce_s(1, record_bytes))
         self.conns = [Connection(env, self._response, brokers[b] if brokers else None,
                                  reference, gcs[b] if gcs else None)
                       for b in range(n_brokers)]

@@ -130,6 +130,7 @@ class KafkaRun(Run):
     end_s: float = 0.0
     broker_cpu_s: float = float("nan")
     broker_fetches: int = 0
+    broker_cold_starts: int = 0
 
     @property
     def latency_s(self) -> np.ndarray:
@@ -228,8 +229,9 @@ class _Simulation:
         if not bc.on:
             return None
         turnaround = ticks(self.case.consumer.fetch_ms / 1e3)   # the consumer's next fetch
+        named = -(-self.case.producer.n_partitions // self.case.producer.n_brokers)
         out = [Broker(self.env, bc, self.rngs["broker"], self.gcs[b] if self.gcs else None,
-                      turnaround)
+                      turnaround, fetch_partitions=named)
                for b in range(self.case.producer.n_brokers)]
         for broker in out:
             broker.start_background(self._record_bytes)
@@ -430,7 +432,8 @@ class _Simulation:
             request_acked_s=joined("request_acked", np.float64),
             outer_flushes=self.flushes, requests=sum(c.requests for c in clients),
             end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu,
-            broker_fetches=sum(b.fetches for b in self.brokers) if self.brokers else 0)
+            broker_fetches=sum(b.fetches for b in self.brokers) if self.brokers else 0,
+            broker_cold_starts=sum(b.cold_starts for b in self.brokers) if self.brokers else 0)
 
 
 class KafkaEngine:
