@@ -325,6 +325,23 @@ def test_a_small_session_scales_the_models_files_costs():
     assert _costs(fit_broker(samples, half)) == pytest.approx(TRUTH, rel=0.02)
 
 
+def test_a_rung_is_predicted_from_the_other_runs_or_the_models_file():
+    # held out, the 8-partition rung leaves no 8-partition runs to tell a partition's cost
+    # from a cold start's: it takes the models/ file's costs, scaled on CPU_FIT's runs; a
+    # 32-partition rung leaves both counts, and is fitted on the session's own runs
+    from validate.calibrate_kafka import held_out_broker, separable
+
+    samples = _synthetic_samples()
+    shape = dict(zip(("request_cpu_us", "cold_us", "partition_fetch_us", "cold_after_us"),
+                     (100.0, 100.0, 1.0, 500.0), strict=True))
+    eight = held_out_broker(samples, "linger10-p8-500ps-dense", shape)
+    assert eight["cold_after_us"] == 500.0
+    assert eight["cold_us"] / eight["request_cpu_us"] == pytest.approx(1.0, rel=0.02)
+    assert separable([s for s in samples if s.config != "linger10-p32-250ps-dense"])
+    own = held_out_broker(samples, "linger10-p32-250ps-dense", shape)
+    assert own["cold_after_us"] == TRUTH[3]
+
+
 # jstat -gc's columns that gc_figures reads (it finds them by name among the others)
 JSTAT = """\
  S0C      EC       EU        OU     YGC     YGCT    FGC    FGCT     CGC    CGCT     GCT
