@@ -66,7 +66,7 @@ Each CPU configuration is predicted from costs fitted on every run of the sessio
 own (:func:`held_out_broker`); a session that cannot tell the costs apart (CI's, with one
 CPU configuration) takes them from ``models/kafka-broker-loopback.toml`` (fitted on a
 ladder session without CI's configuration, :data:`MODEL_FIT_EXCLUDES`), scaled by one
-factor fitted on its own fit and :data:`CPU_FIT` runs. Each is judged on p50, p99 and the
+factor fitted on its own :data:`CPU_FIT` runs. Each is judged on p50, p99 and the
 broker's CPU (cores over the run) with issue 14's tolerance. The broker runs on this VM's
 2 vCPUs beside the Python harness and whatever neighbours run; that load is not a
 reservation in the model (``background_cores`` 0): Linux's scheduler lets a waking broker
@@ -441,7 +441,7 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
 def held_out_broker(samples: Sequence[CpuSample], name: str, shape: dict | None) -> dict:
     """``name``'s ``[broker]``, fitted on every other sample of the session: its own costs
     where they tell them apart (:func:`separable`), else ``shape`` scaled on the
-    :data:`CPU_FIT` runs among them."""
+    :data:`CPU_FIT` runs among them (without a ``shape``, its own fit all the same)."""
     others = [s for s in samples if s.config != name]
     if shape is not None and not separable(others):
         # the factor from CPU_FIT's runs alone: the fit runs' few hundredths of a core of
@@ -755,7 +755,7 @@ def read_measurements(out_dir: Path, names=None) -> dict[str, Measured]:
 def compare(results: dict[str, Measured], models_dir: Path | None = None) -> list[dict]:
     """Measured beside predicted; run k of a configuration is predicted from the fit run
     paired with it; a CPU configuration's broker is fitted on the session's other runs
-    (:func:`held_out_broker`, with the ``[broker]`` of librdkafka's models/ file in
+    (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
     ``models_dir`` as the shape where they cannot separate its costs)."""
     rows = []
     gc = fitted_gc(results)

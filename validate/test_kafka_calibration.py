@@ -12,7 +12,7 @@ over both lingers) is ``python -m validate.calibrate_kafka``.
 Issue 14: the dense feed at 1000 msg/s over 32 partitions (one of ``CPU_CONFIGS``) is
 predicted with the broker's CPU, its costs those of ``models/kafka-broker-loopback.toml``
 (fitted on a ladder session without this configuration) scaled by one factor fitted on this
-run's fit runs and ``CPU_FIT``'s, and with the broker JVM's young collections fitted on the
+run's ``CPU_FIT`` runs, and with the broker JVM's young collections fitted on the
 fit runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms where measured is
 under 20 ms) and on the broker JVM's measured CPU (25 %); the targets that do not hold here
 are marked xfail with the figures (``NOT_YET``). The whole ladder, 250 to 2000 msg/s, is
