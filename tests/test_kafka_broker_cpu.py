@@ -1,7 +1,8 @@
 """The broker's CPU (simbatch/kafka/broker.py): at an idle broker a one-record request takes
 what the fitted round trip says; records beyond the first add their cost; one connection's
 requests queue at the broker as an M/D/1 queue does; the CPU metric is the work done; other
-load slows the broker's requests."""
+load slows the broker's requests; a request after an idle spell pays a cold start, and a fetch
+pays for every partition it names."""
 
 from __future__ import annotations
 
