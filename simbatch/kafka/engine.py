@@ -229,13 +229,18 @@ class _Simulation:
         if not bc.on:
             return None
         turnaround = ticks(self.case.consumer.fetch_ms / 1e3)   # the consumer's next fetch
-        named = -(-self.case.producer.n_partitions // self.case.producer.n_brokers)
         out = [Broker(self.env, bc, self.rngs["broker"], self.gcs[b] if self.gcs else None,
-                      turnaround, fetch_partitions=named)
+                      turnaround, fetch_partitions=self._fetch_partitions)
                for b in range(self.case.producer.n_brokers)]
         for broker in out:
             broker.start_background(self._record_bytes)
         return out
+
+    @property
+    def _fetch_partitions(self) -> int:
+        """Partitions the consumer's fetch names on each broker (every one it reads there:
+        librdkafka keeps no incremental fetch session, ``broker.py``)."""
+        return -(-self.case.producer.n_partitions // self.case.producer.n_brokers)
 
     @property
     def _record_bytes(self) -> int:
@@ -302,9 +307,7 @@ class _Simulation:
         assert self.gcs is not None
         broker = self.clients[k].request_broker[request]
         if now >= self.fetching_until[broker]:
-            n_brokers = self.case.producer.n_brokers
-            named = -(-self.case.producer.n_partitions // n_brokers)
-            self.gcs[broker].allocate(self.case.gc.partition_fetch_kb * named)
+            self.gcs[broker].allocate(self.case.gc.partition_fetch_kb * self._fetch_partitions)
             self.fetching_until[broker] = due
         self.fetch_from[records] = now
         self.fetch_due[records] = due
