@@ -53,9 +53,11 @@ no configuration has its own correction. librdkafka's fit is ``models/kafka-loop
 
 The broker's CPU (issue 14; ``[broker]``, simbatch/kafka/broker.py): the dense
 multi-partition configurations (``linger10-pP-Rps-dense``: P = 8, 32, R = 250 to 2000 msg/s,
-:data:`CPU_CONFIGS`) are predicted with the broker's CPU on. Its costs are a request unit's
-warm cost, a cold start's (a stage starting after the broker idled longer than
-``cold_after_us``) and a partition's named in a fetch, fitted (:func:`fit_broker`) on the
+:data:`CPU_CONFIGS`, with the large-request ``linger100-p8-Rps-dense``, :data:`RECORD_RATES`)
+are predicted with the broker's CPU on. Its costs are a request unit's warm cost, a cold
+start's (a stage starting after the broker idled longer than ``cold_after_us``), a
+partition's named in a fetch and a record's (told from a request's by the large requests),
+fitted (:func:`fit_broker`) on the
 broker JVM's CPU time (``/proc/PID/stat``) over each run's timed span less its idle CPU
 (over the harness's warm-up pause), by least squares over runs of several rates and
 partition counts: the fit runs (one partition, 40 requests/s, every request cold),
@@ -94,6 +96,14 @@ across the held-out fits (the fourth session: 221-314 us per request unit, a col
 265-359 us after 1-2 ms idle, 4.8-8.2 us per partition fetched), and the consumer's
 coalesced fetches now follow too (Fetch per Produce at 2000 msg/s over 32 partitions: 0.68
 measured, 0.68 predicted; 0.94 and 0.98 at 250).
+
+A record's cost (2026-11-26, a fifth session with :data:`RECORD_CONFIGS`): 3.6 us, standard
+error 1.4, of the whole JVM's CPU (:func:`cost_errors`; 3.2-4.3 across the held-out fits);
+the request threads' CPU alone moved 0.3 +- 1.1 us per record between 25 and 100 records
+per request, so most of it is the collector's and compiler's share, and at one message size
+(256 bytes) it holds the bytes' cost too. Both large-request configurations were predicted
+within 25 % on p50, p99 and CPU; the ladder's CPU on 7 of 8 (32 partitions at 250 msg/s:
+-28 %, with or without the record's cost).
 
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
 once, the fits, and one dense multi-partition configuration), building the Go and Java
@@ -134,6 +144,12 @@ DENSE_RATES = (250, 500, 1000, 2000)
 """Messages per second of the dense multi-partition configurations (issue 14): measured
 here, the broker JVM went from ~0.1 to ~0.6 of the 2 vCPUs, and the machine (the broker,
 the Python harness and the neighbours) to all of them, at 2000."""
+RECORD_RATES = (2000, 8000)
+"""Messages per second of the large-request CPU configurations (``linger100-p8-Rps-dense``):
+librdkafka sends one partition's batch per produce request (``rd_kafka_ProduceRequest(rkb,
+rktp, ...)`` in ``rd_kafka_toppar_producer_serve``, rdkafka_broker.c), so at linger 100 ms over 8
+partitions a request carries R / 80 records (25 and 100) while the requests stay at ~80 per
+second; the ladder's carry 1-3. Their CPU is what tells ``record_cpu_us`` apart."""
 
 
 def _configs() -> dict[str, HarnessConfig]:
@@ -173,6 +189,11 @@ def _configs() -> dict[str, HarnessConfig]:
         for rate in DENSE_RATES:
             add("librdkafka", f"linger10-p{parts}-{rate}ps-dense", n_messages=4 * rate,
                 feed="poisson", interval_ms=1000 / rate, linger_ms=10, n_partitions=parts)
+    # Large requests (issue 14): linger 100 ms over 8 partitions, 25 and 100 records per
+    # produce request against the ladder's 1-3, so a record's cost parts from a request's
+    for rate in RECORD_RATES:
+        add("librdkafka", f"linger100-p8-{rate}ps-dense", n_messages=4 * rate,
+            feed="poisson", interval_ms=1000 / rate, linger_ms=100, n_partitions=8)
     add("librdkafka", CPU_FIT, n_messages=4000, feed="poisson", interval_ms=1, linger_ms=10,
         n_partitions=4)
     return out
@@ -349,27 +370,27 @@ class CpuSample:
     k: int
     cache: dict = field(default_factory=dict)
 
-    def served(self, costs: tuple[float, float, float, float]) -> np.ndarray:
+    def served(self, costs: tuple[float, ...]) -> np.ndarray:
         """What the model's broker serves per second for this run at ``costs``
-        (``request_cpu_us``, ``cold_us``, ``partition_fetch_us``, ``cold_after_us``): request
-        units (a produce request counting ``1 - fetch_share``, a fetch ``fetch_share``), stages
-        that found it cold, partitions its fetches named. At real costs, not unit ones: a
-        busier broker coalesces more fetches and stays warm longer."""
+        (:data:`COSTS`, then ``cold_after_us``): request units (a produce request counting
+        ``1 - fetch_share``, a fetch ``fetch_share``), stages that found it cold, partitions
+        its fetches named, records appended (each also fetched). At real costs, not unit
+        ones: a busier broker coalesces more fetches and stays warm longer."""
         if costs not in self.cache:
             from simbatch.core.streams import replication_seed
             from simbatch.kafka import BrokerConfig
             from simbatch.kafka import simulate as simulate_kafka
 
             cfg = CONFIGS[self.config]
-            broker = dict(zip(("request_cpu_us", "cold_us", "partition_fetch_us",
-                               "cold_after_us"), costs, strict=True))
+            broker = dict(zip((*COSTS, "cold_after_us"), costs, strict=True))
             r = simulate_kafka(model_case(self.config, cfg, self.fitted,
                                           {"cores": LOCAL_CORES, **broker}),
                                replication_seed(2, self.k))
             share = BrokerConfig().fetch_share
             self.cache[costs] = np.array([r.requests * (1 - share) + r.broker_fetches * share,
                                           r.broker_cold_starts,
-                                          r.broker_fetches * cfg.n_partitions]) / r.end_s
+                                          r.broker_fetches * cfg.n_partitions,
+                                          r.publish_s.size]) / r.end_s
         return self.cache[costs]
 
 
@@ -394,12 +415,19 @@ def cpu_samples(results: dict[str, Measured]) -> list[CpuSample]:
 
 FIT_ROUNDS = 2
 """Refits of the broker's costs at the costs last fitted (:func:`fit_broker`)."""
+COSTS = ("request_cpu_us", "cold_us", "partition_fetch_us", "record_cpu_us")
+"""The broker's costs :func:`fit_broker` fits (``[broker]``, simbatch/kafka/broker.py), in
+the order of :meth:`CpuSample.served`'s counts."""
+RECORD_CONFIGS = tuple(f"linger100-p8-{rate}ps-dense" for rate in RECORD_RATES)
+"""The CPU configurations whose requests carry many records (:data:`RECORD_RATES`)."""
 
 
 def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
     """The model's ``[broker]`` fitted on ``samples``: a request unit's warm cost
     (``request_cpu_us``), a cold start's (``cold_us``), a partition named in a fetch's
-    (``partition_fetch_us``), by non-negative least squares on each run's work (relative
+    (``partition_fetch_us``) and a record's (``record_cpu_us``, where :data:`RECORD_CONFIGS`
+    are among the samples, else 0: the ladder's requests carry 1-3 records, so a record's
+    cost hides in a request's), by non-negative least squares on each run's work (relative
     error, floored at 0.1 cores: an idle run's few hundredths of a core are mostly its idle
     CPU's noise). First at 1 us per request unit (the traffic's own counts) for each
     ``cold_after_us`` of :data:`COLD_AFTER_GRID_US`, keeping the best; then
@@ -411,31 +439,56 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
 
     y = np.array([s.work for s in samples])
     w = 1.0 / np.maximum(y, 0.1)
+    keep = np.array([1.0, 1.0, 1.0, float(records_identifiable(samples))])
 
-    def solve(at: tuple[float, float, float, float]) -> tuple[float, np.ndarray]:
+    def solve(at: tuple[float, ...]) -> tuple[float, np.ndarray]:
         a = np.array([s.served(at) for s in samples])
         if shape is None:
-            costs, _ = nnls(a * w[:, None], y * w)
+            costs, _ = nnls(a * keep * w[:, None], y * w)
         else:
-            unit = a @ np.array(at[:3]) * 1e-6
-            costs = np.array(at[:3]) * 1e-6 * float(np.sum(unit * y * w**2)
-                                                   / np.sum((unit * w) ** 2))
+            unit = a @ np.array(at[:-1]) * 1e-6
+            costs = np.array(at[:-1]) * 1e-6 * float(np.sum(unit * y * w**2)
+                                                    / np.sum((unit * w) ** 2))
         return float(np.sum(((a @ costs - y) * w) ** 2)), costs
 
     if shape is None:
-        tries = [(tau, solve((1.0, 0.0, 0.0, tau))) for tau in COLD_AFTER_GRID_US]
+        tries = [(tau, solve((1.0, 0.0, 0.0, 0.0, tau))) for tau in COLD_AFTER_GRID_US]
         tau, (_, costs) = min(tries, key=lambda t: t[1][0])
     else:
         tau = float(shape["cold_after_us"])
-        costs = np.array([shape["request_cpu_us"], shape["cold_us"],
-                          shape["partition_fetch_us"]]) * 1e-6
+        costs = np.array([float(shape.get(k, 0.0)) for k in COSTS]) * 1e-6
     for _ in range(FIT_ROUNDS if shape is None else FIT_ROUNDS + 1):
-        at = (*(round(float(c) * 1e6, 2) for c in costs), tau)
-        _, costs = solve(at)           # type: ignore[arg-type]
-    return {"cores": LOCAL_CORES, "request_cpu_us": round(float(costs[0]) * 1e6, 2),
-            "cold_us": round(float(costs[1]) * 1e6, 2), "cold_after_us": tau,
-            "partition_fetch_us": round(float(costs[2]) * 1e6, 3),
+        at = (*(round(float(c) * 1e6, 3) for c in costs), tau)
+        _, costs = solve(at)
+    fitted = {k: round(float(c) * 1e6, 3 if k in ("partition_fetch_us", "record_cpu_us")
+                       else 2) for k, c in zip(COSTS, costs, strict=True)}
+    return {"cores": LOCAL_CORES, **fitted, "cold_after_us": tau,
             "idle_cores": round(float(np.median([s.idle for s in samples])), 4)}
+
+
+def cost_errors(samples: Sequence[CpuSample], broker: dict) -> dict[str, float]:
+    """Each of ``broker``'s :data:`COSTS` (us) with its standard error from the fit's
+    residuals on ``samples`` (weighted as :func:`fit_broker` weighs them; the counts at the
+    fitted costs): how well the session's runs tell that cost; nan where they cannot."""
+    at = (*(float(broker[k]) for k in COSTS), float(broker["cold_after_us"]))
+    y = np.array([s.work for s in samples])
+    w = 1.0 / np.maximum(y, 0.1)
+    a = np.array([s.served(at) for s in samples]) * 1e-6 * w[:, None]
+    fitted = [i for i, k in enumerate(COSTS)
+              if k != "record_cpu_us" or records_identifiable(samples)]
+    a = a[:, fitted]
+    resid = a @ np.array([at[i] for i in fitted]) - y * w
+    dof = max(len(y) - len(fitted), 1)
+    cov = float(resid @ resid) / dof * np.linalg.pinv(a.T @ a)
+    se = dict.fromkeys(COSTS, float("nan"))
+    se.update({COSTS[i]: float(np.sqrt(cov[j, j])) for j, i in enumerate(fitted)})
+    return se
+
+
+def records_identifiable(samples: Sequence[CpuSample]) -> bool:
+    """Whether ``samples`` tell a record's cost from a request's: a run with many records
+    per request (:data:`RECORD_CONFIGS`) among them."""
+    return any(s.config in RECORD_CONFIGS for s in samples)
 
 
 def held_out_broker(samples: Sequence[CpuSample], name: str, shape: dict | None) -> dict:
@@ -802,7 +855,8 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
     lines += [f"{r['config']}: broker fitted on the session's other runs: "
               f"{b['request_cpu_us']:.0f} us per request unit, a cold start "
               f"{b['cold_us']:.0f} us after {b['cold_after_us']:.0f} us idle, "
-              f"{b['partition_fetch_us']:.1f} us per partition fetched"
+              f"{b['partition_fetch_us']:.1f} us per partition fetched, "
+              f"{b['record_cpu_us']:.2f} us per record"
               for r in rows if (b := r.get("broker"))]
     for name, m in results.items():
         runs = list(m.runs) + list(m.cpu_fit_runs or [])
@@ -935,6 +989,7 @@ def fitted_broker(results: dict[str, Measured]) -> tuple[dict, list[str]] | None
     if not separable(samples):
         return None
     broker = fit_broker(samples)
+    se = cost_errors(samples, broker)
     configs = sorted({s.config for s in samples})
     load = [r["load_avg"][0] for n, m in results.items() if n in configs for r in m.runs]
     notes = [f"# [broker]: fitted on {len(samples)} runs of {len(configs)} configurations "
@@ -943,11 +998,17 @@ def fitted_broker(results: dict[str, Measured]) -> tuple[dict, list[str]] | None
              + ", ".join(configs) + ".",
              "# Least squares on each run's CPU beyond idle (see fit_broker); 1-minute load "
              f"average {min(load, default=np.nan):.2f}-{max(load, default=np.nan):.2f}.",
-             "# Per record and per byte: not identifiable here (0). cores: this VM's vCPUs, "
-             "shared with the harness",
+             "# Standard errors from the fit's residuals (us): "
+             + ", ".join(f"{k} {broker[k]:g} +- {se[k]:.2g}" for k in COSTS) + ".",
+             ("# Per record: fitted on the large requests of "
+              + ", ".join(c for c in RECORD_CONFIGS if c in configs)
+              if records_identifiable(samples) else
+              "# Per record: not identifiable here (0), no large-request runs")
+             + "; per byte: not told apart from per record at one message size (0).",
+             "# cores: this VM's vCPUs, shared with the harness",
              "# and the neighbours, whose load is no reservation (background_cores 0; see the "
              "module docstring)."]
-    broker.update(record_cpu_us=0.0, byte_cpu_ns=0.0)
+    broker["byte_cpu_ns"] = 0.0
     return broker, notes
 
 

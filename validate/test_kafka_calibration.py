@@ -250,11 +250,22 @@ def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_a
 
 
 def test_the_grid_takes_dense_multi_partition_feeds_from_idle_to_saturation():
-    from validate.calibrate_kafka import CPU_FIT, DENSE_RATES, fit_configs
+    from validate.calibrate_kafka import (
+        CPU_FIT,
+        DENSE_RATES,
+        RECORD_CONFIGS,
+        RECORD_RATES,
+        fit_configs,
+    )
 
-    dense = {(CONFIGS[n].n_partitions, round(1000 / CONFIGS[n].interval_ms))
-             for n in CPU_CONFIGS}
-    assert dense == {(p, rate) for p in (8, 32) for rate in DENSE_RATES}
+    def dense(linger):
+        return {(CONFIGS[n].n_partitions, round(1000 / CONFIGS[n].interval_ms))
+                for n in CPU_CONFIGS if CONFIGS[n].linger_ms == linger}
+
+    assert dense(10) == {(p, rate) for p in (8, 32) for rate in DENSE_RATES}
+    # and large requests, 25 and 100 records each (one partition's batch per request)
+    assert dense(100) == {(8, rate) for rate in RECORD_RATES} and dense(100) == {
+        (CONFIGS[n].n_partitions, round(1000 / CONFIGS[n].interval_ms)) for n in RECORD_CONFIGS}
     # predicted from costs fitted on another configuration, measured just before each run
     assert CPU_FIT in CONFIGS and CPU_FIT not in CPU_CONFIGS
     assert CONFIGS[CPU_FIT].n_partitions not in {CONFIGS[n].n_partitions for n in CPU_CONFIGS}
@@ -273,29 +284,30 @@ def test_dense_multi_partition_configurations_are_judged_by_issue_14s_tolerance(
     assert not within(0.0576, 0.050, sparse) and within(0.0574, 0.050, sparse)  # 15 %
 
 
-TRUTH = (150.0, 400.0, 6.0, 1000.0)
-"""Broker costs for synthetic runs: request unit, cold start, partition fetched (us), and
-``cold_after_us``."""
+TRUTH = (150.0, 400.0, 6.0, 3.0, 1000.0)
+"""Broker costs for synthetic runs: request unit, cold start, partition fetched, record (us),
+and ``cold_after_us``."""
+LADDER = ("linger10-p8-500ps-dense", "linger10-p32-250ps-dense", "linger10-p32-2000ps-dense")
 
 
-def _synthetic_samples(costs=TRUTH):
-    """One run of each rate and partition count the fit sees, whose broker did exactly the
-    model's work at ``costs``."""
+def _synthetic_samples(costs=TRUTH, configs=LADDER + ("linger100-p8-2000ps-dense",)):
+    """One run of each rate and partition count the fit sees (``configs`` besides the fit
+    and CPU fit runs), whose broker did exactly the model's work at ``costs``."""
     from validate.calibrate_kafka import CPU_FIT, CpuSample, Fitted
 
     fitted = Fitted(0.8, (1.0,), 0.3, (1.0,))
     out = []
-    for name in (FIT["librdkafka"], CPU_FIT, "linger10-p8-500ps-dense",
-                 "linger10-p32-250ps-dense", "linger10-p32-2000ps-dense"):
+    for name in (FIT["librdkafka"], CPU_FIT, *configs):
         sample = CpuSample(name, 0.0, 0.05, fitted, 0)
-        sample.work = float(sample.served(costs) @ np.array(costs[:3])) * 1e-6
+        sample.work = float(sample.served(costs) @ np.array(costs[:-1])) * 1e-6
         out.append(sample)
     return out
 
 
 def _costs(broker):
-    return tuple(broker[k] for k in ("request_cpu_us", "cold_us", "partition_fetch_us",
-                                     "cold_after_us"))
+    from validate.calibrate_kafka import COSTS
+
+    return tuple(broker[k] for k in (*COSTS, "cold_after_us"))
 
 
 def test_the_broker_costs_fitted_on_runs_give_back_their_cpu():
@@ -307,10 +319,10 @@ def test_the_broker_costs_fitted_on_runs_give_back_their_cpu():
     samples = _synthetic_samples()
     broker = fit_broker(samples)
     assert broker["idle_cores"] == 0.05 and broker["cores"] >= 1
-    assert broker["cold_after_us"] == TRUTH[3]
-    assert _costs(broker)[:3] == pytest.approx(TRUTH[:3], rel=0.2)
+    assert broker["cold_after_us"] == TRUTH[-1]
+    assert _costs(broker)[:-1] == pytest.approx(TRUTH[:-1], rel=0.2)
     for s in samples:
-        got = float(s.served(_costs(broker)) @ np.array(_costs(broker)[:3])) * 1e-6
+        got = float(s.served(_costs(broker)) @ np.array(_costs(broker)[:-1])) * 1e-6
         assert got == pytest.approx(s.work, rel=0.05), s.config
 
 
@@ -320,8 +332,7 @@ def test_a_small_session_scales_the_models_files_costs():
     from validate.calibrate_kafka import CPU_FIT, fit_broker
 
     samples = [s for s in _synthetic_samples() if s.config in (FIT["librdkafka"], CPU_FIT)]
-    half = dict(zip(("request_cpu_us", "cold_us", "partition_fetch_us", "cold_after_us"),
-                    (*(c / 2 for c in TRUTH[:3]), TRUTH[3]), strict=True))
+    half = dict(zip(_keys(), (*(c / 2 for c in TRUTH[:-1]), TRUTH[-1]), strict=True))
     assert _costs(fit_broker(samples, half)) == pytest.approx(TRUTH, rel=0.02)
 
 
@@ -331,15 +342,36 @@ def test_a_rung_is_predicted_from_the_other_runs_or_the_models_file():
     # 32-partition rung leaves both counts, and is fitted on the session's own runs
     from validate.calibrate_kafka import held_out_broker, separable
 
-    samples = _synthetic_samples()
-    shape = dict(zip(("request_cpu_us", "cold_us", "partition_fetch_us", "cold_after_us"),
-                     (100.0, 100.0, 1.0, 500.0), strict=True))
+    samples = _synthetic_samples(costs=(*TRUTH[:3], 0.0, TRUTH[4]), configs=LADDER)
+    shape = dict(zip(_keys(), (100.0, 100.0, 1.0, 1.0, 500.0), strict=True))
     eight = held_out_broker(samples, "linger10-p8-500ps-dense", shape)
     assert eight["cold_after_us"] == 500.0
     assert eight["cold_us"] / eight["request_cpu_us"] == pytest.approx(1.0, rel=0.02)
     assert separable([s for s in samples if s.config != "linger10-p32-250ps-dense"])
     own = held_out_broker(samples, "linger10-p32-250ps-dense", shape)
-    assert own["cold_after_us"] == TRUTH[3]
+    assert own["cold_after_us"] == TRUTH[-1]
+
+
+def _keys():
+    from validate.calibrate_kafka import COSTS
+
+    return (*COSTS, "cold_after_us")
+
+
+def test_a_records_cost_is_fitted_only_where_large_requests_tell_it_apart():
+    # the ladder's requests carry 1-3 records: without a large-request run the fit keeps a
+    # record's cost at 0 and folds it into the request's (which then gives the ladder's CPU
+    # back, but would charge a 25-record request as one); with one it finds the record's
+    from validate.calibrate_kafka import fit_broker, records_identifiable
+
+    ladder = _synthetic_samples(configs=LADDER)
+    assert not records_identifiable(ladder)
+    folded = fit_broker(ladder)
+    assert folded["record_cpu_us"] == 0.0
+    assert folded["request_cpu_us"] > TRUTH[0]
+    both = _synthetic_samples()
+    assert records_identifiable(both)
+    assert fit_broker(both)["record_cpu_us"] == pytest.approx(TRUTH[3], rel=0.2)
 
 
 # jstat -gc's columns that gc_figures reads (it finds them by name among the others)
