@@ -97,13 +97,15 @@ across the held-out fits (the fourth session: 221-314 us per request unit, a col
 coalesced fetches now follow too (Fetch per Produce at 2000 msg/s over 32 partitions: 0.68
 measured, 0.68 predicted; 0.94 and 0.98 at 250).
 
-A record's cost (2026-11-26, a fifth session with :data:`RECORD_CONFIGS`): 3.6 us, standard
-error 1.4, of the whole JVM's CPU (:func:`cost_errors`; 3.2-4.3 across the held-out fits);
-the request threads' CPU alone moved 0.3 +- 1.1 us per record between 25 and 100 records
-per request, so most of it is the collector's and compiler's share, and at one message size
-(256 bytes) it holds the bytes' cost too. Both large-request configurations were predicted
-within 25 % on p50, p99 and CPU; the ladder's CPU on 7 of 8 (32 partitions at 250 msg/s:
--28 %, with or without the record's cost).
+A record's cost (2026-11-26, two sessions with :data:`RECORD_CONFIGS`): 3.6 us (standard
+error 1.4) and 2.6 us (1.1) of the whole JVM's CPU (:func:`cost_errors`), 3.1 us (0.9) over
+both; the request threads' CPU alone moved 0.3 +- 1.1 us per record between 25 and 100
+records per request in the first, so much of it is the collector's and compiler's share, and
+at one message size (256 bytes) it holds the bytes' cost too. Predicted from the other runs
+of both sessions, the broker's CPU was within 25 % on all 10 CPU configurations, p50 on 10
+and p99 on 9 (32 partitions at 2000 msg/s: 20.6 ms measured, 15.3 predicted). Within one
+session, the 8000 msg/s configuration held out leaves only 25-record requests to fit a
+record's cost on (6.8 us in the second session, its CPU then +29 %).
 
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
 once, the fits, and one dense multi-partition configuration), building the Go and Java
