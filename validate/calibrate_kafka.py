@@ -5,7 +5,7 @@ predict, compare.
 [--from-csv]`` uses the broker named by ``SIMBATCH_KAFKA_BOOTSTRAP=host:port`` (a user's
 cluster), else starts the local one (validate/kafka_broker.py); warms it up with a discarded
 load; measures every configuration of :data:`CONFIGS` (the full grid: 37 minutes on the
-project's 2-vCPU VM, and 9.5 more for the dense CPU configurations) or :data:`CI_CONFIGS`
+project's 2-vCPU VM, and ~13 more for the dense CPU configurations) or :data:`CI_CONFIGS`
 (``--ci``: the subset the test suite runs, validate/test_kafka_calibration.py: 5.3 minutes
 before the dense CPU configuration), each run just after a run of its client's
 fit configuration, until it has ``REPEATS`` quiet pairs, serially (noisy runs of a shared VM
