@@ -439,9 +439,9 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
     one factor fitted likewise (a session too small to separate them, as CI's)."""
     from scipy.optimize import nnls
 
-    y = np.array([s.work for s in samples])
-    w = 1.0 / np.maximum(y, 0.1)
-    keep = np.array([1.0, 1.0, 1.0, float(records_identifiable(samples))])
+    y, w = _work(samples)
+    keep = np.zeros(len(COSTS))
+    keep[_fitted(samples)] = 1.0
 
     def solve(at: tuple[float, ...]) -> tuple[float, np.ndarray]:
         a = np.array([s.served(at) for s in samples])
@@ -473,18 +473,29 @@ def cost_errors(samples: Sequence[CpuSample], broker: dict) -> dict[str, float]:
     residuals on ``samples`` (weighted as :func:`fit_broker` weighs them; the counts at the
     fitted costs): how well the session's runs tell that cost; nan where they cannot."""
     at = (*(float(broker[k]) for k in COSTS), float(broker["cold_after_us"]))
-    y = np.array([s.work for s in samples])
-    w = 1.0 / np.maximum(y, 0.1)
-    a = np.array([s.served(at) for s in samples]) * 1e-6 * w[:, None]
-    fitted = [i for i, k in enumerate(COSTS)
-              if k != "record_cpu_us" or records_identifiable(samples)]
-    a = a[:, fitted]
+    y, w = _work(samples)
+    fitted = _fitted(samples)
+    a = (np.array([s.served(at) for s in samples]) * 1e-6 * w[:, None])[:, fitted]
     resid = a @ np.array([at[i] for i in fitted]) - y * w
     dof = max(len(y) - len(fitted), 1)
     cov = float(resid @ resid) / dof * np.linalg.pinv(a.T @ a)
     se = dict.fromkeys(COSTS, float("nan"))
     se.update({COSTS[i]: float(np.sqrt(cov[j, j])) for j, i in enumerate(fitted)})
     return se
+
+
+def _work(samples: Sequence[CpuSample]) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's work (cores beyond idle) and its weight in the fit: relative error,
+    floored at 0.1 cores (:func:`fit_broker`)."""
+    y = np.array([s.work for s in samples])
+    return y, 1.0 / np.maximum(y, 0.1)
+
+
+def _fitted(samples: Sequence[CpuSample]) -> list[int]:
+    """The indices of :data:`COSTS` that ``samples`` fit: a record's only where
+    :func:`records_identifiable`."""
+    return [i for i, k in enumerate(COSTS)
+            if k != "record_cpu_us" or records_identifiable(samples)]
 
 
 def records_identifiable(samples: Sequence[CpuSample]) -> bool:
