@@ -424,3 +424,20 @@ def test_the_collections_fitted_on_the_fit_runs_give_back_their_allocation():
     assert CPU_FIT in notes[0]
     # one partition count cannot tell the two costs apart: no [gc]
     assert fitted_gc({FIT["librdkafka"]: Measured(sparse, sparse)}) is None
+
+
+def test_each_fitted_cost_gets_a_standard_error_from_the_residuals():
+    # runs whose CPU is the model's own at the truth leave no residual: every cost fitted
+    # is exact; noise on the runs' CPU gives each a spread; a record's cost the runs cannot
+    # tell has none
+    from validate.calibrate_kafka import COSTS, cost_errors, fit_broker
+
+    truth = dict(zip(_keys(), TRUTH, strict=True))
+    samples = _synthetic_samples()
+    assert all(v == pytest.approx(0.0, abs=1e-9) for v in cost_errors(samples, truth).values())
+    for k, s in enumerate(samples):
+        s.work *= 1.1 if k % 2 else 0.9
+    se = cost_errors(samples, fit_broker(samples))
+    assert all(se[k] > 0 for k in COSTS)
+    ladder = _synthetic_samples(costs=(*TRUTH[:3], 0.0, TRUTH[4]), configs=LADDER)
+    assert np.isnan(cost_errors(ladder, truth)["record_cpu_us"])
