@@ -31,13 +31,18 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
    of a few flushes or of about one per transaction;
 4. judges the predictions by the issue's figures (``judge``): the median block time within
    15 % on >= 90 % of the cells not used for fitting and none beyond 1.5x; the composition
-   shares within 20 points; the GOMAXPROCS 1 : 2 ratio of block times within 15 %.
+   shares within 20 points; the GOMAXPROCS 1 : 2 ratio of block times within 15 %;
+5. with ``--repeat``, judges other measured runs of the same grid against the judged one by
+   the same figures (``compare_runs``: the real go-batcher against itself, how close any
+   model can come to one run), and the model's medians against the range of all the runs'
+   medians (``beyond_range``).
 
 Usage::
 
     python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full3 \\
         --costs models/gobatcher-costs-loopback.toml --fit --out models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go models/gobatcher-loopback.toml
+    python -m validate.calibrate_gobatcher --run DIR --go MODEL --repeat DIR2 DIR3
 
 ``validate/test_gobatcher.py`` runs the harness's small grid in the test job itself and judges
 the fitted model against it.
@@ -336,33 +341,70 @@ def composition(flushes: list[int], n_tx: int) -> tuple[float, float]:
     return float((f <= max(2, n_tx / 8)).mean()), float((f >= 0.9 * n_tx).mean())
 
 
+def _row(cell: Any, block_times: list[float], flushes: list[int], fitted: set[str]
+         ) -> dict[str, Any]:
+    """One row of the measured-beside-predicted table: ``cell``'s measured blocks beside
+    ``block_times`` and ``flushes`` (the model's runs, or another measured run's blocks)."""
+    meas_bt, pred_bt = np.asarray(cell.block_times), np.asarray(block_times)
+    row = {"cell": cell.cell, "gomaxprocs": int(cell.gomaxprocs), "flush": cell.flush,
+           "drain": bool(cell.drain), "n_tx": int(cell.n_tx), "fit": cell.cell in fitted,
+           "loadavg": cell.loadavg,
+           "runq_wait_s": float(np.median(cell.runq_waits)) if cell.runq_waits else math.nan,
+           "meas_p50_s": float(np.median(meas_bt)), "pred_p50_s": float(np.median(pred_bt)),
+           "meas_p90_s": float(np.quantile(meas_bt, 0.9)),
+           "pred_p90_s": float(np.quantile(pred_bt, 0.9)),
+           "meas_flushes": (min(cell.flushes), float(np.median(cell.flushes)),
+                            max(cell.flushes)),
+           "pred_flushes": (min(flushes), float(np.median(flushes)), max(flushes))}
+    if focus(cell):
+        row["meas_few"], row["meas_one"] = composition(cell.flushes, int(cell.n_tx))
+        row["pred_few"], row["pred_one"] = composition(flushes, int(cell.n_tx))
+    return row
+
+
+def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    out = pd.DataFrame(rows)
+    out["ratio"] = out.pred_p50_s / out.meas_p50_s
+    return out
+
+
 def compare(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
             fitted: set[str] | None = None) -> pd.DataFrame:
     """Measured beside predicted, one row per cell."""
     rows = []
     for cell in cells.itertuples():
-        n_reps = min(len(cell.block_times), reps)
-        pred = predict(cell, host, go, n_reps)
-        meas_bt, pred_bt = np.asarray(cell.block_times), np.asarray(pred.block_times)
-        row = {"cell": cell.cell, "gomaxprocs": int(cell.gomaxprocs), "flush": cell.flush,
-               "drain": bool(cell.drain), "n_tx": int(cell.n_tx), "fit": cell.cell in
-               (fitted or set()), "loadavg": cell.loadavg,
-               "runq_wait_s": float(np.median(cell.runq_waits)) if cell.runq_waits
-               else math.nan,
-               "meas_p50_s": float(np.median(meas_bt)), "pred_p50_s": float(np.median(pred_bt)),
-               "meas_p90_s": float(np.quantile(meas_bt, 0.9)),
-               "pred_p90_s": float(np.quantile(pred_bt, 0.9)),
-               "meas_flushes": (min(cell.flushes), float(np.median(cell.flushes)),
-                                max(cell.flushes)),
-               "pred_flushes": (min(pred.flushes), float(np.median(pred.flushes)),
-                                max(pred.flushes))}
-        if focus(cell):
-            row["meas_few"], row["meas_one"] = composition(cell.flushes, int(cell.n_tx))
-            row["pred_few"], row["pred_one"] = composition(pred.flushes, int(cell.n_tx))
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    out["ratio"] = out.pred_p50_s / out.meas_p50_s
-    return out
+        pred = predict(cell, host, go, min(len(cell.block_times), reps))
+        rows.append(_row(cell, pred.block_times, pred.flushes, fitted or set()))
+    return _table(rows)
+
+
+# ------------------------------------------------------------------ the real system against itself
+def compare_runs(cells: pd.DataFrame, other: pd.DataFrame,
+                 fitted: set[str] | None = None) -> pd.DataFrame:
+    """:func:`compare`'s table with a second measured run of the same grid (``other``, from
+    :func:`cells_of`) in the place of the model's runs: the real go-batcher against itself,
+    which :func:`judge` scores by the same figures. It says how far two runs of the harness
+    on this machine differ, i.e. how close any model can come to one run (cells missing from
+    ``other`` are left out)."""
+    by_cell = other.set_index("cell")
+    rows = [_row(cell, by_cell.at[cell.cell, "block_times"], by_cell.at[cell.cell, "flushes"],
+                 fitted or set())
+            for cell in cells.itertuples() if cell.cell in by_cell.index]
+    return _table(rows)
+
+
+def beyond_range(table: pd.DataFrame, runs: list[pd.DataFrame]) -> pd.Series:
+    """Per cell of ``table`` (:func:`compare`), how far the predicted median block time lies
+    outside the range of the measured medians of ``runs`` (each from :func:`cells_of`; the
+    judged run among them): 1 inside the range, else the factor to its nearer end. A cell
+    whose real median moves between runs (drain mode's collapse is bistable) is judged
+    against every value the real system gave it, not against one draw."""
+    medians = pd.concat([r.set_index("cell").block_times.map(np.median) for r in runs], axis=1)
+    low, high = medians.min(axis=1), medians.max(axis=1)
+    pred = table.set_index("cell").pred_p50_s
+    factor = np.maximum.reduce([low.reindex(pred.index) / pred, pred / high.reindex(pred.index),
+                                np.ones(len(pred))])
+    return pd.Series(factor, index=pred.index).dropna()
 
 
 @dataclasses.dataclass
@@ -379,6 +421,26 @@ class Verdict:
     def holds(self) -> bool:
         return (self.within >= 0.90 and self.worst <= WORST and self.shares_ok
                 and self.procs_ok)
+
+    @property
+    def procs_within(self) -> float:
+        """Share of the predicted cell pairs whose GOMAXPROCS 1 : 2 ratio is within
+        ``RATIO_TOLERANCE``."""
+        procs = self.procs_rows[~self.procs_rows.fit]
+        return float((procs.error.abs() <= RATIO_TOLERANCE).mean()) if len(procs) else 1.0
+
+    def summary(self) -> str:
+        """The issue's four figures on one line."""
+        return (f"within {TOLERANCE:.0%} on {self.within:.1%} of {self.n_cells} cells, worst "
+                f"{self.worst:.2f}x, composition {int(_shares_off(self.share_rows).sum())} of "
+                f"{len(self.share_rows)} cells > {SHARE_POINTS * 100:.0f} points off, "
+                f"1 : 2 ratio within {RATIO_TOLERANCE:.0%} on {self.procs_within:.0%}")
+
+
+def _shares_off(shares: pd.DataFrame) -> pd.Series:
+    """Composition rows whose predicted share of either kind is beyond ``SHARE_POINTS``."""
+    return (((shares.pred_few - shares.meas_few).abs() > SHARE_POINTS)
+            | ((shares.pred_one - shares.meas_one).abs() > SHARE_POINTS))
 
 
 def _procs_ratios(table: pd.DataFrame) -> pd.DataFrame:
@@ -407,8 +469,7 @@ def judge(table: pd.DataFrame, sizes: tuple[int, ...] = (16, 64),
         shares = table.iloc[0:0].reindex(columns=[*table.columns, *share_cols])
     if size_of is not None:
         shares = shares[shares.cell.map(size_of) == 4096]
-    share_ok = bool(((shares.pred_few - shares.meas_few).abs() <= SHARE_POINTS).all()
-                    and ((shares.pred_one - shares.meas_one).abs() <= SHARE_POINTS).all())
+    share_ok = not _shares_off(shares).any()
     procs = _procs_ratios(table)
     procs_pred = procs[~procs.fit]
     procs_ok = bool((procs_pred.error.abs() <= RATIO_TOLERANCE).mean() >= 0.90) \
@@ -442,7 +503,7 @@ def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
                   f"{r.meas_one:.0%} / {r.pred_one:.0%}", file=out)
     procs = verdict.procs_rows[~verdict.procs_rows.fit]
     print(f"\nGOMAXPROCS 1 : 2 block-time ratio, {len(procs)} cell pairs: within "
-          f"{RATIO_TOLERANCE:.0%} on {(procs.error.abs() <= RATIO_TOLERANCE).mean():.0%} "
+          f"{RATIO_TOLERANCE:.0%} on {verdict.procs_within:.0%} "
           f"(median |error| {procs.error.abs().median():.1%})", file=out)
     print(f"Median block time, {verdict.n_cells} cells not used for fitting: within "
           f"{TOLERANCE:.0%} on {verdict.within:.1%}, worst {verdict.worst:.2f}x "
@@ -482,6 +543,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the fitted [go] model here")
     ap.add_argument("--reps", type=int, default=30, help="simulated runs per cell, at most")
     ap.add_argument("--only", default="", help="regexp: compare only the cells matching it")
+    ap.add_argument("--repeat", type=Path, nargs="*", default=[], metavar="RUN",
+                    help="other runs of the same grid: each judged against --run by the same "
+                         "figures (the real system against itself), and the model's median "
+                         "judged against the range of all the runs' medians")
     ap.add_argument("--packing", choices=("measured", "off"), default="measured",
                     help="measured: each GOMAXPROCS 2 cell's threads share one CPU for its "
                          "blocks' measured run-queue wait (packed_host); off: never, to "
@@ -517,7 +582,33 @@ def main(argv: list[str] | None = None) -> int:
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
     report(table, verdict)
     print(f"(simulated in {time.perf_counter() - t0:.0f} s)")
+    if args.repeat:
+        repeatability(args.run, shown, args.repeat, table, set(fit_cells.cell),
+                      dict(zip(cells.cell, cells["size"].astype(int))))
     return 0
+
+
+def repeatability(run: Path, cells: pd.DataFrame, others: list[Path], table: pd.DataFrame,
+                  fitted: set[str], size_of: dict[str, int], out=sys.stdout) -> None:
+    """Print how the real system scores against itself (each of ``others`` judged against
+    ``run`` as if it were a prediction) beside the model's score, and how far the model's
+    medians fall outside the range of all the runs' medians."""
+    print(f"\nThe model against {run.name}: {judge(table, size_of=size_of).summary()}",
+          file=out)
+    runs = [cells]
+    for other in others:
+        other_cells = cells_of(load_run(other)[0])
+        runs.append(other_cells)
+        verdict = judge(compare_runs(cells, other_cells, fitted), size_of=size_of)
+        print(f"{other.name} (measured) against {run.name}: {verdict.summary()}", file=out)
+    factor = beyond_range(table[~table.fit], runs)
+    names = ", ".join(p.name for p in [run, *others])
+    print(f"The model against the range of the {len(runs)} runs' medians ({names}): inside "
+          f"or within {TOLERANCE:.0%} of it on {(factor <= 1 + TOLERANCE).mean():.1%} of "
+          f"{len(factor)} cells, beyond {WORST}x on {int((factor > WORST).sum())}, worst "
+          f"{factor.max():.2f}x", file=out)
+    for cell, f in factor[factor > WORST].sort_values(ascending=False).items():
+        print(f"  {cell}: {f:.2f}x beyond", file=out)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ fetched on the first build), the tests skip and say which.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -243,3 +244,72 @@ def test_the_fit_improves_the_fit_cells_of_the_recorded_run():
         tripled = dataclasses.replace(start, **{name: 3 * max(getattr(start, name), 200.0)})
         moved = _log_error(few, host, tripled, 1) != base
         assert moved == (name in FIT_COSTS), name
+
+
+# ------------------------------------------------------------------ the real system against itself
+def _blocks(times_ms: dict[str, list[float]], flushes: int = 16) -> pd.DataFrame:
+    """Harness block rows for drain, cap = all cells at N = 16, one per block time given."""
+    rows = []
+    for cell, times in times_ms.items():
+        procs = int(cell[1])
+        for rep, t in enumerate(times):
+            rows.append({"cell": f"p{procs}/v2.0.6/s4096-t5ms/drain/mc0/all/n16/k3/{cell[3:]}",
+                         "gomaxprocs": procs, "version": "v2.0.6", "timer": "first-item",
+                         "size": 4096, "timeout_ms": 5.0, "drain": True, "max_concurrent": 0,
+                         "fanout": "errgroup", "cap": "all", "n_tx": 16, "inputs_per_tx": 3,
+                         "flush": "sleep", "flush_us": 500, "block_time_s": t / 1e3,
+                         "n_flushes": flushes, "first_flush_s": math.nan, "loadavg_1m": 0.5})
+    return pd.DataFrame(rows)
+
+
+def test_a_run_judged_against_itself_meets_every_figure():
+    from validate.calibrate_gobatcher import compare_runs
+
+    cells = cells_of(_blocks({"p1/a": [2.0, 2.2, 2.1], "p2/a": [1.5, 1.4, 1.6]}))
+    verdict = judge(compare_runs(cells, cells))
+    assert verdict.holds and verdict.within == 1.0 and verdict.worst == 1.0
+    assert "composition 0 of 2 cells" in verdict.summary()
+
+
+def test_a_second_run_is_scored_as_a_prediction_would_be():
+    from validate.calibrate_gobatcher import compare_runs
+
+    one = cells_of(_blocks({"p1/a": [2.0, 2.0, 2.0], "p1/b": [10.0, 10.0, 10.0]}))
+    # the second run: cell a twice as slow and made of one flush per block, cell b the same
+    two = cells_of(pd.concat([_blocks({"p1/a": [4.0, 4.0, 4.0]}, flushes=1),
+                              _blocks({"p1/b": [10.0, 10.0, 10.0]})]))
+    table = compare_runs(one, two)
+    assert list(table.ratio) == [2.0, 1.0]
+    verdict = judge(table)
+    assert verdict.within == 0.5 and verdict.worst == 2.0 and not verdict.shares_ok
+    # a cell the second run lacks is left out, not compared with nothing
+    assert list(compare_runs(one, two.iloc[:1]).cell) == [one.cell[0]]
+
+
+def test_the_model_is_judged_against_the_range_of_the_runs_medians():
+    from validate.calibrate_gobatcher import beyond_range
+
+    runs = [cells_of(_blocks({"p1/a": [2.0], "p1/b": [10.0], "p1/c": [5.0]})),
+            cells_of(_blocks({"p1/a": [8.0], "p1/b": [12.0], "p1/c": [5.0]}))]
+    table = pd.DataFrame({"cell": runs[0].cell, "pred_p50_s": [0.005, 0.006, 0.010]})
+    factor = beyond_range(table, runs)
+    # a: inside 2-8 ms; b: 6 ms is 10/6 below the range 10-12; c: 10 ms is 2x above 5 ms
+    assert list(factor.round(4)) == [1.0, round(10 / 6, 4), 2.0]
+
+
+def test_two_real_runs_of_the_full_grid_differ_by_more_than_the_worst_cell_goal():
+    # the issue asks for no cell beyond 1.5x; the real go-batcher does not meet that against
+    # itself: two full grids measured on this machine when it was quiet (full4 at 20:14 UTC,
+    # full9 at 15:17 UTC) agree within 15 % on 96 % of the cells, but drain mode's collapse is
+    # bistable, so some cells' medians move more than 1.5x between the runs
+    from validate.calibrate_gobatcher import compare_runs
+
+    one = cells_of(load_run(HARNESS / "data" / "full9")[0])
+    two = cells_of(load_run(HARNESS / "data" / "full4")[0])
+    verdict = judge(compare_runs(one, two), size_of=dict(zip(one.cell, one["size"])))
+    assert verdict.n_cells == len(one) == 998
+    assert verdict.within >= 0.90 and verdict.procs_within >= 0.90
+    assert verdict.worst > 1.5
+    # six cells (full4 against full9), most of them drain mode with a CPU-burning flush
+    ratio = compare_runs(one, two).ratio
+    assert (np.maximum(ratio, 1 / ratio) > 1.5).sum() >= 3
