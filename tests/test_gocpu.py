@@ -182,6 +182,67 @@ def test_two_running_processors_interleave_a_shared_channel_below_a_microsecond(
     assert 0 <= t - put[0] <= (SHARED_QUANTUM_NS + 100.0) * 1e-9
 
 
+def test_goroutines_passing_the_processor_through_runnext_share_a_slice_that_sysmon_cuts():
+    # a and b ready each other into runnext, so c, in the run queue, never runs -- until
+    # sysmon sees the processor's schedtick unchanged for 10 ms and preempts the one
+    # running: it goes to the global queue, and the run queue's head starts a new slice
+    env, sched = _sched()
+    started = {}
+
+    def ping(g, peer, serve):
+        if not serve:
+            yield PARK                     # b waits for the ball
+        while sched.now < 0.1:
+            yield 100_000.0                # 100 us of CPU
+            sched.ready(peer[0])
+            yield PARK
+
+    def starved(g):
+        started["c"] = sched.now
+        yield 1000.0
+
+    def main(g):
+        sched.go(starved)
+        to_a: list = []
+        b = sched.parked(ping, to_a, False)
+        to_a.append(sched.go(ping, [b], True))   # a in runnext, c in the run queue
+        yield 1000.0
+
+    sched.start(main)
+    env.run()
+    # sysmon samples every 10 ms from a random phase: the slice is cut 10-20 ms in
+    assert 10e-3 <= started["c"] <= 20.2e-3
+
+
+def test_a_full_local_run_queue_overflows_half_to_the_global_queue_which_every_61st_slice_serves():
+    env, sched = _sched()
+    order = []
+
+    def child(g, i):
+        order.append(i)
+        yield 1000.0
+
+    def main(g):
+        for i in range(300):
+            sched.go(child, i)
+        # runqputslow: when 256 is kicked to a full queue, 0..127 and 256 go to the global
+        # queue; the local queue keeps 128..255 and 257..298, 299 is in runnext
+        assert len(sched._global) == 129 and len(sched.ps[0].runq) == 170
+        yield 1000.0
+
+    sched.start(main)
+    env.run()
+    assert sorted(order) == list(range(300))
+    # while the local queue lasts, the global queue's goroutines (in their order) run one
+    # per 61 slices: 60 of the local queue's between two of them
+    glob = [0, *range(1, 128), 256]
+    at = [order.index(i) for i in glob[:3]]
+    assert at[1] - at[0] == at[2] - at[1] == 61
+    local = [i for i in order[at[0] + 1:at[1]]]
+    assert len(local) == 60 and all(128 <= i < 300 and i != 256 for i in local)
+    assert local == sorted(local)
+
+
 def test_a_timer_fires_at_the_next_scheduling_point_of_a_busy_processor():
     env, sched = _sched()
     woke = []
@@ -258,6 +319,29 @@ def test_drain_with_one_processor_flushes_once_per_transaction(n):
     b = simulate(_drain_case(n), 1).frames()["batches"]
     assert b["size"].tolist() == [3] * n
     assert (b.trigger == "drain").all()
+
+
+def test_idle_batchers_waking_start_new_slices_so_sysmon_does_not_strand_a_flush():
+    # drain mode hands the processor round through runnext (worker, flush goroutine,
+    # transaction, driver); the harness's two idle v1 batchers, woken by their 5 and 10 ms
+    # cycles through runnext, leave it empty when they block again, so the next goroutine
+    # comes from the run queue and starts a new slice. Without them sysmon cuts the slice
+    # after 10-20 ms and, more often than not, strands a flush goroutine of the pool of 4 in
+    # the global queue: the worker then blocks on the hand-off and the rest of the block
+    # collapses into large flushes (the harness at GOMAXPROCS 2 sees the same, data/README.md)
+    go = dict(tomllib.loads((ROOT / "models/gobatcher-loopback.toml").read_text())["go"])
+    flushes = {}
+    for others in ((5.0, 10.0), ()):
+        case = Case(workload=BlockWorkload(n_transactions=300, inputs_per_tx=3,
+                                           fanout="errgroup", cap=256),
+                    batcher=BatcherConfig(size=100, timeout_ms=10, drain=True,
+                                          dispatch="pool", max_concurrent=4),
+                    service=ServiceConfig(fixed_us=500), host=HOST,
+                    go=GoConfig(gomaxprocs=1, flush_cpu=True, other_timers_ms=others, **go))
+        runs = [simulate(case, seed).frames()["batches"] for seed in (1, 2, 3)]
+        flushes[others] = [(len(b), (b.t_done_s - b.t_start_s).max()) for b in runs]
+    assert all(n >= 295 and longest < 0.6e-3 for n, longest in flushes[(5.0, 10.0)])
+    assert all(n < 150 and longest > 10e-3 for n, longest in flushes[()])
 
 
 def test_one_processor_serialises_cpu_bound_flushes():

@@ -19,6 +19,8 @@ Used when the case's ``[go]`` section sets ``gomaxprocs``; the goroutines are th
   unbuffered channel, the worker blocking on the hand-off while all ``n`` are busy; then the
   worker takes the next batch's slice from its ``sync.Pool``, new when the pool has none
   (:mod:`.slicepool`), which the flush's goroutine gives back when its callback returns;
+* **the process's other batchers**, idle (``[go] other_timers_ms``): each a v1.1.0 worker
+  woken by its cycle timer, which re-arms it and blocks again;
 * **the flush callback**: ``dispatchAndRecord``, then the call -- a ``time.Sleep``
   (``[service] is_sleep``: a runtime timer, :mod:`.hosttiming`), CPU on the processor
   (``[go] flush_cpu``), or the service model's call, the goroutine parked meanwhile --
@@ -99,16 +101,24 @@ class GoBlock:
         # in netpoll for them yet
         sched.start(self._driver, name="driver")
         for period_ms in self.go.other_timers_ms:
-            self._other_timer(period_ms / 1e3, first=True)
+            first = period_ms / 1e3 * self.sched.choose(1 << 30) / (1 << 30)
+            sched.parked(self._idle_batcher, period_ms / 1e3, first, name="idle-batcher")
         return self.all_done
 
-    def _other_timer(self, period_s: float, first: bool = False) -> None:
-        """Another timer of the process, re-armed when it fires (an idle batcher's cycle);
-        it stops with the block."""
-        if self.all_done.triggered:
-            return
-        d = period_s * (self.sched.choose(1 << 30) / (1 << 30) if first else 1.0)
-        self.sched.timer(d, lambda _p: self._other_timer(period_s))
+    def _idle_batcher(self, g: G, period_s: float, first_s: float) -> Op:
+        """Another batcher of the process with nothing to batch (go-batcher v1.1.0's worker:
+        ``select`` over its item channel and its cycle timer, ``timer.Reset`` each cycle):
+        the timer's channel send readies it into the running processor's ``runnext``, it
+        re-arms and blocks again; it stops with the block. Its wake-ups take the processor
+        between the block's goroutines, and the one it displaces from ``runnext`` goes to
+        the run queue's tail, as on the host."""
+        sched, d = self.sched, first_s
+        while not self.all_done.triggered:
+            sched.timer(d, lambda _p: sched.ready(g))
+            yield PARK
+            yield self.go.chan_ns + self.go.timer_ns
+            d = period_s
+        yield PARK
 
     def _entered(self, item: int) -> None:
         self.rec.enqueued(item, self.sched.now)

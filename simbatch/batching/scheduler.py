@@ -7,8 +7,26 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
   ``go`` statement) goes into its processor's one-slot ``runnext``; the goroutine that held
   the slot is kicked to the tail of the local run queue (``runqput``). ``schedule`` ->
   ``findRunnable`` -> ``runqget`` runs ``runnext`` first, then the local queue in FIFO
-  order, then the global queue (unbounded here: the 256-slot local queue's overflow to the
-  global queue, ``runqputslow``, only reorders which transaction runs when).
+  order, then the global queue. The local queue holds 256: a goroutine put on a full one
+  moves the older half of it, and itself, to the global queue's tail (``runqputslow``).
+  A processor out of local work takes a batch from the global queue (``globrunqgetbatch``:
+  up to ``size / GOMAXPROCS + 1``, at most half a local queue) and runs the first.
+* **Time slices.** A goroutine taken from ``runnext`` inherits the running time slice
+  (``runqget``'s ``inheritTime``); any other starts a new one, and the processor's
+  ``schedtick`` counts them (``execute``). Every 61st tick, a processor that schedules
+  looks at the global queue first (``findRunnable``: ``schedtick%61 == 0``). ``sysmon``
+  wakes every 10 ms while the processors are busy (its sleep doubles from 20 us up to 10 ms
+  while it finds nothing to do) and preempts the goroutine running on a processor whose
+  ``schedtick`` it saw unchanged 10 ms before (``retake``, ``forcePreemptNS``: "a single
+  long-running goroutine or a sequence of goroutines run via runnext, which share a single
+  schedtick time slice"); the preempted goroutine goes to the global queue's tail
+  (``gopreempt_m`` -> ``goschedImpl`` -> ``globrunqput``) and the processor schedules. A
+  request that finds the goroutine blocking at the end of its run lapses (``execute`` clears
+  ``gp.preempt``); ``sysmon`` asks again 10 ms later. In drain mode the worker, the pool's
+  flush goroutines and the transactions hand the processor to each other through
+  ``runnext`` for long stretches, so a slice lasts until ``sysmon`` cuts it, and the
+  goroutine it cuts -- most often a flush goroutine in a CPU-burning flush -- waits in the
+  global queue, its pool slot held, behind whatever overflowed there.
 * **Work stealing.** A processor out of work steals half of another's local queue
   (``stealWork`` -> ``runqsteal`` -> ``runqgrab``: ``n - n/2``) and runs the last of them;
   only when that queue is empty, on its last attempt, does it take the other's
@@ -60,8 +78,12 @@ while another processor is idle or looking for work (which may steal it); its ef
 (channel operations, goroutines it readies, records) happen at the run's start and the
 processor is then busy for the run's CPU. When a processor's next run starts before any
 other pending event, it runs at once without a SimPy event ("run ahead"), which keeps a
-block of a million inputs fast. Not modelled: preemption after 10 ms (no run here lasts
-that long), per-processor timer heaps (timers are global), the garbage collector.
+block of a million inputs fast. A run that ``sysmon`` preempts ends where the model's run
+ends (after a CPU-burning flush's whole spin, not inside it). ``sysmon`` samples every 10 ms from a
+random phase; while every processor is idle it sleeps, and it samples again when one starts
+(in Go it sleeps until the next timer, which is when a processor starts, or until a
+syscall wakes it). Not modelled: per-processor timer heaps (timers are global), the garbage
+collector.
 """
 
 from __future__ import annotations
@@ -84,6 +106,15 @@ SYNC = object()
 """Yielded by a goroutine before it calls into SimPy: its run ends, the next starts at a
 real simulation event."""
 
+LOCAL_RUNQ = 256
+"""Slots of a processor's local run queue (``p.runq``)."""
+GLOBAL_EVERY = 61
+"""A processor checks the global queue first on every 61st ``schedtick`` (``findRunnable``)."""
+FORCE_PREEMPT_S = 10e-3
+"""``forcePreemptNS``: the time slice ``sysmon`` lets a processor's goroutines share."""
+SYSMON_PERIOD_S = 10e-3
+"""``sysmon``'s sleep while the processors are busy (``usleep(delay)``, ``delay`` at its 10 ms
+cap once ``sysmon`` has found nothing to retake for a few milliseconds)."""
 QUANTUM_NS = 5000.0
 SHARED_QUANTUM_NS = 250.0
 """While another processor runs too, a run ends after this much CPU, so that what the two
@@ -118,7 +149,8 @@ class G:
 class P:
     """A processor: its ``runnext`` slot, its local run queue, its state."""
 
-    __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in", "slowness")
+    __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in", "slowness",
+                 "tick", "seen_tick", "seen_when", "preempt")
 
     def __init__(self, index: int) -> None:
         self.id = index
@@ -129,6 +161,10 @@ class P:
         self.busy_ns = 0.0
         self.stall_in = -1.0            # running time to the next stall, in units of 1/rate
         self.slowness = 1.0             # wall time per unit of CPU work ([host] speed_ratio)
+        self.tick = 0                   # schedtick: time slices started
+        self.seen_tick = -1             # sysmon's last look at it (sysmontick)
+        self.seen_when = 0.0
+        self.preempt: G | None = None   # the goroutine sysmon asked to stop
 
 
 class Timer:
@@ -173,6 +209,8 @@ class Scheduler:
         self.ps = [P(i) for i in range(config.gomaxprocs or 1)]
         for p, slowness in zip(self.ps, host.processor_speeds(len(self.ps))):
             p.slowness = slowness
+        for p in self.ps:               # a long-lived process's schedtick is anywhere in
+            p.tick = int(rng.random() * GLOBAL_EVERY)       # its 61-cycle at a block's start
         self._idle: deque[P] = deque(self.ps)
         self._global: deque[G] = deque()
         self._spinning = 0
@@ -189,6 +227,8 @@ class Scheduler:
         self.p_extra_ns = 0.0
         """CPU the running goroutine's runtime calls added to its run (wakep)."""
         self._observed = False
+        self._sysmon_asleep = False
+        self._at(float(rng.random()) * SYSMON_PERIOD_S, self._sysmon)
 
     @property
     def shared(self) -> bool:
@@ -278,12 +318,37 @@ class Scheduler:
         else:
             self._global.append(g)
 
-    @staticmethod
-    def _runqput(p: P, g: G) -> None:
+    def _runqput(self, p: P, g: G) -> None:
         old = p.runnext
         p.runnext = g
         if old is not None:
-            p.runq.append(old)
+            self._runq_tail(p, old)
+
+    def _runq_tail(self, p: P, g: G) -> None:
+        q = p.runq
+        if len(q) < LOCAL_RUNQ:
+            q.append(g)
+            return
+        glob = self._global                         # runqputslow: half of it, and g
+        glob.extend(q.popleft() for _ in range(LOCAL_RUNQ // 2))
+        glob.append(g)
+
+    # ---------------------------------------------------------------- sysmon
+    def _sysmon(self) -> None:
+        """``sysmon``'s ``retake``: preempt the goroutine of a processor whose time slice
+        it has seen for ``FORCE_PREEMPT_S`` (see the module docstring)."""
+        now = self.now
+        if len(self._idle) == len(self.ps):
+            self._sysmon_asleep = True     # deep sleep until a processor starts again
+            return
+        for p in self.ps:
+            if p.state != RUNNING:
+                continue
+            if p.tick != p.seen_tick:
+                p.seen_tick, p.seen_when = p.tick, now
+            elif p.seen_when + FORCE_PREEMPT_S <= now + 1e-12 and p.g is not None:
+                p.preempt = p.g
+        self._at(now + SYSMON_PERIOD_S, self._sysmon)
 
     # ---------------------------------------------------------------- time
     def _at(self, when: float, callback: Callable[[], None]) -> None:
@@ -366,6 +431,9 @@ class Scheduler:
         if p.state != RUNNING:
             p.state = RUNNING
             self._running += 1
+            if self._sysmon_asleep:
+                self._sysmon_asleep = False
+                self._at(self.now, self._sysmon)
 
     def _to_waking(self, p: P) -> None:
         if p.state == RUNNING:
@@ -413,6 +481,7 @@ class Scheduler:
         g = victim.runnext
         if g is not None:
             victim.runnext = None
+            p.tick += 1
             self._spinning -= 1
             self._begin(p)
             self._run(p, g, True)
@@ -427,14 +496,26 @@ class Scheduler:
         return None
 
     def _local(self, p: P) -> G | None:
+        """``findRunnable``'s own queues: the global queue on every ``GLOBAL_EVERY``-th
+        tick, ``runnext`` (the time slice goes on), the local queue, a batch of the global
+        queue (each of the last three starts a new slice)."""
+        glob = self._global
+        if glob and p.tick % GLOBAL_EVERY == 0:
+            p.tick += 1
+            return glob.popleft()
         g = p.runnext
         if g is not None:
             p.runnext = None
             return g
         if p.runq:
+            p.tick += 1
             return p.runq.popleft()
-        if self._global:
-            return self._global.popleft()
+        if glob:
+            p.tick += 1
+            n = min(len(glob), len(glob) // len(self.ps) + 1, LOCAL_RUNQ // 2)
+            g = glob.popleft()
+            p.runq.extend(glob.popleft() for _ in range(n - 1))
+            return g
         return None
 
     def _steal(self, p: P) -> G | None:
@@ -444,6 +525,7 @@ class Scheduler:
                 n = len(q) - len(q) // 2
                 stolen = [q.popleft() for _ in range(n)]
                 p.runq.extend(stolen[:-1])
+                p.tick += 1
                 return stolen[-1]
         return None
 
@@ -529,6 +611,16 @@ class Scheduler:
             g, switched = nxt, True
 
     def _after(self, p: P, g: G, status: int) -> None:
+        if p.preempt is not None:
+            preempted = p.preempt is g and status == _CONT
+            p.preempt = None
+            if preempted:                    # gopreempt_m: to the global queue, wakep
+                p.g = None
+                self._global.append(g)
+                if self._idle and not self._spinning:
+                    self._wakep()
+                self._schedule(p)
+                return
         if status in (_CONT, _SYNCED):
             self._run(p, g, False)
             return
