@@ -92,13 +92,15 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def load_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(blocks, probes) of a harness run directory (probes ``None`` if it has none); each
-    block with ``first_flush_s``, when its first flush started (NaN where the run kept no
-    flush rows for it), and ``speed_ratio`` (:func:`speed_ratio_from`; NaN where it cannot
-    be told)."""
+    block with ``first_flush_s``, when its first flush started, ``longest_flush_s``, its
+    longest flush (both NaN where the run kept no flush rows for it), and ``speed_ratio``
+    (:func:`speed_ratio_from`; NaN where it cannot be told)."""
     blocks = read_csv(run / "blocks.csv")
     flushes = read_csv(run / "flushes.csv")
     first = flushes.groupby(["cell_no", "rep"]).start_us.min().rename("first_flush_s") / 1e6
-    blocks = blocks.join(first, on=["cell_no", "rep"])
+    longest = ((flushes.end_us - flushes.start_us) / 1e6).groupby(
+        [flushes.cell_no, flushes.rep]).max().rename("longest_flush_s")
+    blocks = blocks.join(first, on=["cell_no", "rep"]).join(longest, on=["cell_no", "rep"])
     blocks = blocks.join(speed_ratio_from(blocks, flushes), on=["cell_no", "rep"])
     probes = None
     for name in ("probes.csv", "probes.csv.gz"):
@@ -149,12 +151,14 @@ def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: its parameters and its measured blocks (lists); ``runq_waits``,
     the time the process's working threads spent runnable but off CPU in each block (empty
     lists for runs recorded before the harness measured it)."""
-    if "runq_wait_s" not in blocks:
-        blocks = blocks.assign(runq_wait_s=math.nan)
+    for column in ("runq_wait_s", "longest_flush_s"):
+        if column not in blocks:
+            blocks = blocks.assign(**{column: math.nan})
     agg = blocks.groupby("cell", sort=False).agg(
         **{k: (k, "first") for k in CELL_KEYS},
         block_times=("block_time_s", list), flushes=("n_flushes", list),
         runq_waits=("runq_wait_s", lambda x: [v for v in x if v == v]),
+        longest_flushes=("longest_flush_s", lambda x: [v for v in x if v == v]),
         first_flush_s=("first_flush_s", "median"), loadavg=("loadavg_1m", "median"))
     return agg.reset_index()
 
@@ -274,6 +278,7 @@ class Prediction:
     block_times: list[float]
     flushes: list[int]
     first_flushes: list[float]
+    longest_flushes: list[float]
 
 
 def predict(cell: Any, host: HostConfig, go: GoConfig, reps: int, seed: int = 1
@@ -281,7 +286,9 @@ def predict(cell: Any, host: HostConfig, go: GoConfig, reps: int, seed: int = 1
     runs = [simulate(case_for(cell, packed_host(cell, host, r), go), replication_seed(seed, r))
             for r in range(reps)]
     return Prediction([r.block_time_s for r in runs], [len(r.recorder.batch_size) for r in runs],
-                      [min(r.recorder.batch_start) for r in runs])
+                      [min(r.recorder.batch_start) for r in runs],
+                      [float(np.nanmax(np.frombuffer(r.recorder.batch_done_at)
+                              - np.frombuffer(r.recorder.batch_start))) for r in runs])
 
 
 # ------------------------------------------------------------------ fitting
@@ -341,10 +348,11 @@ def composition(flushes: list[int], n_tx: int) -> tuple[float, float]:
     return float((f <= max(2, n_tx / 8)).mean()), float((f >= 0.9 * n_tx).mean())
 
 
-def _row(cell: Any, block_times: list[float], flushes: list[int], fitted: set[str]
-         ) -> dict[str, Any]:
+def _row(cell: Any, block_times: list[float], flushes: list[int], longest: list[float],
+         fitted: set[str]) -> dict[str, Any]:
     """One row of the measured-beside-predicted table: ``cell``'s measured blocks beside
-    ``block_times`` and ``flushes`` (the model's runs, or another measured run's blocks)."""
+    ``block_times``, ``flushes`` and ``longest`` (each block's longest flush) of the model's
+    runs or of another measured run's blocks."""
     meas_bt, pred_bt = np.asarray(cell.block_times), np.asarray(block_times)
     row = {"cell": cell.cell, "gomaxprocs": int(cell.gomaxprocs), "flush": cell.flush,
            "drain": bool(cell.drain), "n_tx": int(cell.n_tx), "fit": cell.cell in fitted,
@@ -355,11 +363,39 @@ def _row(cell: Any, block_times: list[float], flushes: list[int], fitted: set[st
            "pred_p90_s": float(np.quantile(pred_bt, 0.9)),
            "meas_flushes": (min(cell.flushes), float(np.median(cell.flushes)),
                             max(cell.flushes)),
-           "pred_flushes": (min(flushes), float(np.median(flushes)), max(flushes))}
+           "pred_flushes": (min(flushes), float(np.median(flushes)), max(flushes)),
+           "meas_stranded": _stranded(cell.longest_flushes),
+           "pred_stranded": _stranded(longest)}
     if focus(cell):
         row["meas_few"], row["meas_one"] = composition(cell.flushes, int(cell.n_tx))
         row["pred_few"], row["pred_one"] = composition(flushes, int(cell.n_tx))
     return row
+
+
+STRANDED_S = 10e-3
+"""A flush longer than this was stranded: its goroutine waited off the processor for at least
+``sysmon``'s time slice (500 us of work; the scheduler module's docstring)."""
+
+
+def _stranded(longest: list[float]) -> tuple[int, int]:
+    """(blocks with a flush longer than ``STRANDED_S``, blocks with flush rows)."""
+    return sum(x > STRANDED_S for x in longest), len(longest)
+
+
+def stranded_shares(table: pd.DataFrame) -> dict[int, tuple[float, float, int]]:
+    """Per GOMAXPROCS, over the drain-mode cells with a CPU-burning flush that have flush
+    rows on both sides: the mean share of a cell's blocks with a stranded flush, measured
+    and predicted, and how many cells."""
+    out = {}
+    spin = table[table.drain & (table.flush == "spin")]
+    for procs, rows in spin.groupby("gomaxprocs"):
+        pairs = [(m[0] / m[1], p[0] / p[1]) for m, p in zip(rows.meas_stranded,
+                                                            rows.pred_stranded)
+                 if m[1] and p[1]]
+        if pairs:
+            meas, pred = np.mean(pairs, axis=0)
+            out[int(procs)] = (float(meas), float(pred), len(pairs))
+    return out
 
 
 def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -374,7 +410,8 @@ def compare(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
     rows = []
     for cell in cells.itertuples():
         pred = predict(cell, host, go, min(len(cell.block_times), reps))
-        rows.append(_row(cell, pred.block_times, pred.flushes, fitted or set()))
+        rows.append(_row(cell, pred.block_times, pred.flushes, pred.longest_flushes,
+                         fitted or set()))
     return _table(rows)
 
 
@@ -388,7 +425,7 @@ def compare_runs(cells: pd.DataFrame, other: pd.DataFrame,
     ``other`` are left out)."""
     by_cell = other.set_index("cell")
     rows = [_row(cell, by_cell.at[cell.cell, "block_times"], by_cell.at[cell.cell, "flushes"],
-                 fitted or set())
+                 by_cell.at[cell.cell, "longest_flushes"], fitted or set())
             for cell in cells.itertuples() if cell.cell in by_cell.index]
     return _table(rows)
 
@@ -501,6 +538,10 @@ def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
         for r in verdict.share_rows.itertuples():
             print(f"  {r.cell}: few {r.meas_few:.0%} / {r.pred_few:.0%}, one per tx "
                   f"{r.meas_one:.0%} / {r.pred_one:.0%}", file=out)
+    for procs_n, (meas, pred, n) in stranded_shares(table).items():
+        print(f"\nDrain mode, spin flush, GOMAXPROCS {procs_n}: share of blocks with a flush "
+              f"stranded over {STRANDED_S * 1e3:g} ms, mean over {n} cells, measured "
+              f"{meas:.0%}, predicted {pred:.0%}", file=out)
     procs = verdict.procs_rows[~verdict.procs_rows.fit]
     print(f"\nGOMAXPROCS 1 : 2 block-time ratio, {len(procs)} cell pairs: within "
           f"{RATIO_TOLERANCE:.0%} on {verdict.procs_within:.0%} "
