@@ -151,7 +151,7 @@ def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: its parameters and its measured blocks (lists); ``runq_waits``,
     the time the process's working threads spent runnable but off CPU in each block (empty
     lists for runs recorded before the harness measured it)."""
-    for column in ("runq_wait_s", "longest_flush_s"):
+    for column in ("runq_wait_s", "longest_flush_s", "process_cpu_s"):
         if column not in blocks:
             blocks = blocks.assign(**{column: math.nan})
     agg = blocks.groupby("cell", sort=False).agg(
@@ -159,6 +159,7 @@ def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
         block_times=("block_time_s", list), flushes=("n_flushes", list),
         runq_waits=("runq_wait_s", lambda x: [v for v in x if v == v]),
         longest_flushes=("longest_flush_s", lambda x: [v for v in x if v == v]),
+        cpu_s=("process_cpu_s", lambda x: [v for v in x if v == v]),
         first_flush_s=("first_flush_s", "median"), loadavg=("loadavg_1m", "median"))
     return agg.reset_index()
 
@@ -279,6 +280,7 @@ class Prediction:
     flushes: list[int]
     first_flushes: list[float]
     longest_flushes: list[float]
+    cpu_s: list[float]
 
 
 def predict(cell: Any, host: HostConfig, go: GoConfig, reps: int, seed: int = 1
@@ -288,7 +290,8 @@ def predict(cell: Any, host: HostConfig, go: GoConfig, reps: int, seed: int = 1
     return Prediction([r.block_time_s for r in runs], [len(r.recorder.batch_size) for r in runs],
                       [min(r.recorder.batch_start) for r in runs],
                       [float(np.nanmax(np.frombuffer(r.recorder.batch_done_at)
-                              - np.frombuffer(r.recorder.batch_start))) for r in runs])
+                              - np.frombuffer(r.recorder.batch_start))) for r in runs],
+                      [r.go_cpu_s for r in runs])
 
 
 # ------------------------------------------------------------------ fitting
@@ -349,10 +352,10 @@ def composition(flushes: list[int], n_tx: int) -> tuple[float, float]:
 
 
 def _row(cell: Any, block_times: list[float], flushes: list[int], longest: list[float],
-         fitted: set[str]) -> dict[str, Any]:
+         cpu_s: list[float], fitted: set[str]) -> dict[str, Any]:
     """One row of the measured-beside-predicted table: ``cell``'s measured blocks beside
-    ``block_times``, ``flushes`` and ``longest`` (each block's longest flush) of the model's
-    runs or of another measured run's blocks."""
+    ``block_times``, ``flushes``, ``longest`` (each block's longest flush) and ``cpu_s``
+    (each block's CPU) of the model's runs or of another measured run's blocks."""
     meas_bt, pred_bt = np.asarray(cell.block_times), np.asarray(block_times)
     row = {"cell": cell.cell, "gomaxprocs": int(cell.gomaxprocs), "flush": cell.flush,
            "drain": bool(cell.drain), "n_tx": int(cell.n_tx), "fit": cell.cell in fitted,
@@ -365,7 +368,9 @@ def _row(cell: Any, block_times: list[float], flushes: list[int], longest: list[
                             max(cell.flushes)),
            "pred_flushes": (min(flushes), float(np.median(flushes)), max(flushes)),
            "meas_stranded": _stranded(cell.longest_flushes),
-           "pred_stranded": _stranded(longest)}
+           "pred_stranded": _stranded(longest),
+           "meas_cpu_s": float(np.median(cell.cpu_s)) if len(cell.cpu_s) else math.nan,
+           "pred_cpu_s": float(np.median(cpu_s)) if len(cpu_s) else math.nan}
     if focus(cell):
         row["meas_few"], row["meas_one"] = composition(cell.flushes, int(cell.n_tx))
         row["pred_few"], row["pred_one"] = composition(flushes, int(cell.n_tx))
@@ -380,6 +385,29 @@ STRANDED_S = 10e-3
 def _stranded(longest: list[float]) -> tuple[int, int]:
     """(blocks with a flush longer than ``STRANDED_S``, blocks with flush rows)."""
     return sum(x > STRANDED_S for x in longest), len(longest)
+
+
+def cpu_missing(table: pd.DataFrame) -> dict[str, float] | None:
+    """What the model's CPU lacks against the process's, at GOMAXPROCS 1 with a sleeping
+    flush (where one processor runs everything and the process is idle in the sleeps): the
+    measured CPU per block less the predicted, fitted by least squares to a cost per
+    transaction, per flush (measured median count), per second of block (the process's
+    other wake-ups: its idle batchers' timers, sysmon) and per block (the harness's own
+    reads inside the measured window). ``None`` without CPU on both sides."""
+    rows = table[(table.gomaxprocs == 1) & (table.flush == "sleep")
+                 & table.meas_cpu_s.notna() & table.pred_cpu_s.notna()]
+    if len(rows) < 8:
+        return None
+    x = np.c_[rows.n_tx, rows.meas_flushes.map(lambda f: f[1]), rows.meas_p50_s,
+              np.ones(len(rows))]
+    y = (rows.meas_cpu_s - rows.pred_cpu_s).to_numpy()
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    r2 = 1 - float(((y - x @ coef) ** 2).sum() / ((y - y.mean()) ** 2).sum())
+    ratio = rows.pred_cpu_s / rows.meas_cpu_s
+    return {"cells": len(rows), "per_tx_us": float(coef[0]) * 1e6,
+            "per_flush_us": float(coef[1]) * 1e6, "per_s": float(coef[2]),
+            "fixed_us": float(coef[3]) * 1e6, "r2": r2,
+            "ratio": float(ratio.median()), "ratio_fit": float(ratio[rows.fit].median())}
 
 
 def stranded_shares(table: pd.DataFrame) -> dict[int, tuple[float, float, int]]:
@@ -411,7 +439,7 @@ def compare(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
     for cell in cells.itertuples():
         pred = predict(cell, host, go, min(len(cell.block_times), reps))
         rows.append(_row(cell, pred.block_times, pred.flushes, pred.longest_flushes,
-                         fitted or set()))
+                         pred.cpu_s, fitted or set()))
     return _table(rows)
 
 
@@ -425,7 +453,8 @@ def compare_runs(cells: pd.DataFrame, other: pd.DataFrame,
     ``other`` are left out)."""
     by_cell = other.set_index("cell")
     rows = [_row(cell, by_cell.at[cell.cell, "block_times"], by_cell.at[cell.cell, "flushes"],
-                 by_cell.at[cell.cell, "longest_flushes"], fitted or set())
+                 by_cell.at[cell.cell, "longest_flushes"], by_cell.at[cell.cell, "cpu_s"],
+                 fitted or set())
             for cell in cells.itertuples() if cell.cell in by_cell.index]
     return _table(rows)
 
@@ -538,6 +567,15 @@ def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
         for r in verdict.share_rows.itertuples():
             print(f"  {r.cell}: few {r.meas_few:.0%} / {r.pred_few:.0%}, one per tx "
                   f"{r.meas_one:.0%} / {r.pred_one:.0%}", file=out)
+    missing = cpu_missing(table)
+    if missing is not None:
+        print(f"\nGOMAXPROCS 1, sleep flush, {missing['cells']} cells: the process's CPU per "
+              f"block (user + system) less the model's = {missing['per_tx_us']:.2f} us per "
+              f"transaction + {missing['per_flush_us']:.2f} us per flush + "
+              f"{missing['per_s']:.1%} of the block's time + {missing['fixed_us']:.0f} us "
+              f"(least squares, R^2 {missing['r2']:.3f}); the model's CPU over the process's: "
+              f"median {missing['ratio']:.2f}, on the fit cells {missing['ratio_fit']:.2f}",
+              file=out)
     for procs_n, (meas, pred, n) in stranded_shares(table).items():
         print(f"\nDrain mode, spin flush, GOMAXPROCS {procs_n}: share of blocks with a flush "
               f"stranded over {STRANDED_S * 1e3:g} ms, mean over {n} cells, measured "

@@ -336,3 +336,26 @@ def test_sysmon_strands_flush_goroutines_as_often_as_the_harness_saw_at_gomaxpro
     assert n_1 == n_2 == 102
     assert meas_2 > meas_1 and pred_2 > pred_1
     assert abs(pred_2 - meas_2) <= 0.20
+
+
+def test_the_cpu_the_model_lacks_is_split_into_its_costs():
+    # synthetic cells whose measured CPU exceeds the model's by exactly 1 us a transaction,
+    # 2 us a flush, 3 % of the block's time and 300 us a block: the judge's fit finds them
+    from validate.calibrate_gobatcher import cpu_missing
+
+    rng = np.random.default_rng(4)
+    n_tx, flushes, block = rng.integers(16, 3000, 12), rng.integers(1, 900, 12), \
+        rng.uniform(0.002, 0.4, 12)
+    pred = rng.uniform(0.001, 0.01, 12)
+    table = pd.DataFrame({"gomaxprocs": 1, "flush": "sleep", "fit": [True] * 3 + [False] * 9,
+                          "n_tx": n_tx, "meas_flushes": [(0, float(f), 0) for f in flushes],
+                          "meas_p50_s": block, "pred_cpu_s": pred,
+                          "meas_cpu_s": pred + 1e-6 * n_tx + 2e-6 * flushes + 0.03 * block
+                          + 300e-6})
+    got = cpu_missing(table)
+    assert got is not None and got["cells"] == 12
+    assert [round(got[k], 6) for k in ("per_tx_us", "per_flush_us", "per_s", "fixed_us")] \
+        == [1.0, 2.0, 0.03, 300.0]
+    assert got["r2"] == pytest.approx(1.0)
+    # a GOMAXPROCS 2 or spin table has nothing to say
+    assert cpu_missing(table.assign(gomaxprocs=2)) is None
