@@ -79,11 +79,11 @@ while another processor is idle or looking for work (which may steal it); its ef
 processor is then busy for the run's CPU. When a processor's next run starts before any
 other pending event, it runs at once without a SimPy event ("run ahead"), which keeps a
 block of a million inputs fast. A run that ``sysmon`` preempts ends where the model's run
-ends (after a CPU-burning flush's whole spin, not inside it). ``sysmon`` samples every 10 ms from a
-random phase; while every processor is idle it sleeps, and it samples again when one starts
-(in Go it sleeps until the next timer, which is when a processor starts, or until a
-syscall wakes it). Not modelled: per-processor timer heaps (timers are global), the garbage
-collector.
+ends (after a CPU-burning flush's whole spin, not inside it). ``sysmon`` samples every
+10 ms from a random phase; while every processor is idle it sleeps, and it samples again
+when one starts (in Go it sleeps until the next timer, which is when a processor starts, or
+until a syscall wakes it). Not modelled: per-processor timer heaps (timers are global), the
+garbage collector.
 """
 
 from __future__ import annotations
@@ -498,7 +498,7 @@ class Scheduler:
     def _local(self, p: P) -> G | None:
         """``findRunnable``'s own queues: the global queue on every ``GLOBAL_EVERY``-th
         tick, ``runnext`` (the time slice goes on), the local queue, a batch of the global
-        queue (each of the last three starts a new slice)."""
+        queue (all but ``runnext`` start a new slice)."""
         glob = self._global
         if glob and p.tick % GLOBAL_EVERY == 0:
             p.tick += 1
