@@ -54,11 +54,13 @@ runtime of ``src/runtime``):
     the flush callback's service time is CPU on a processor (a CPU-bound callback, the
     harness's spin flush) rather than a wait;
 ``other_timers_ms``
-    the periods of the process's other timers, each re-armed when it fires and started at
-    a random phase: idle batchers' cycle timers, say (the harness's process keeps two
-    go-batcher v1.1.0 batchers of 5 and 10 ms cycling through every block). They cost no
-    CPU here, but each wakes an idle process, which re-truncates its wait for the next
-    timer to whole milliseconds (:mod:`.scheduler`).
+    the periods of the process's other batchers' cycle timers, each started at a random
+    phase (the harness's process keeps two go-batcher v1.1.0 batchers of 5 and 10 ms
+    cycling through every block). Each batcher is an idle goroutine that its timer readies
+    into ``runnext``; it re-arms (``chan_ns + timer_ns``) and blocks again, so it takes the
+    processor between the block's goroutines, starts a new time slice when it blocks, and
+    wakes an idle process, which re-truncates its wait for the next timer to whole
+    milliseconds (:mod:`.scheduler`, :mod:`.goclient`).
 
 How long an idle processor's thread takes to wake, how long ``runqgrab``'s ``usleep(3)``
 back-off takes, and how often other processes on the machine take the client's threads
