@@ -631,6 +631,10 @@ def main(argv: list[str] | None = None) -> int:
                          "blocks' measured run-queue wait (packed_host); off: never, to "
                          "see what the packing explains")
     args = ap.parse_args(argv)
+    for option, run in (("--run", args.run), *(("--repeat", r) for r in args.repeat)):
+        if not any((run / name).exists() for name in ("blocks.csv", "blocks.csv.gz")):
+            ap.error(f"{option} {run}: no blocks.csv or blocks.csv.gz there (a directory the "
+                     f"harness wrote with -out)")
     blocks, probes = load_run(args.run)
     if args.packing == "off":
         blocks = blocks.drop(columns=["runq_wait_s"], errors="ignore")

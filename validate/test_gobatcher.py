@@ -359,3 +359,17 @@ def test_the_cpu_the_model_lacks_is_split_into_its_costs():
     assert got["r2"] == pytest.approx(1.0)
     # a GOMAXPROCS 2 or spin table has nothing to say
     assert cpu_missing(table.assign(gomaxprocs=2)) is None
+
+
+@pytest.mark.parametrize("args", [["--run", "MISSING"],
+                                  ["--run", str(HARNESS / "data" / "full9"), "--repeat",
+                                   "MISSING"]])
+def test_a_run_directory_without_blocks_is_refused_by_name(tmp_path, capsys, args):
+    from validate.calibrate_gobatcher import main
+
+    missing = str(tmp_path / "nothing")
+    with pytest.raises(SystemExit) as exit_:
+        main([a.replace("MISSING", missing) for a in args])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{args[-2]} {missing}: no blocks.csv" in err and "Traceback" not in err
