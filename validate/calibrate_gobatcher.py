@@ -178,7 +178,8 @@ def _floats(text: str) -> list[float]:
 def host_from_probes(host_file: Path, probes: pd.DataFrame | None,
                      blocks: pd.DataFrame | None = None) -> tuple[HostConfig, dict]:
     """The host a run saw: the timers of ``host_file`` (its ``[host]`` table) and, from the
-    run's probes, the stalls of the client's threads and idle processors' wake-ups; from
+    run's probes, the stalls of the client's threads and idle processors' wake-ups (a run
+    probed before 2026-11-27 keeps the host file's wake-ups: see below); from
     its blocks (``speed_ratio``, :func:`load_run`), how much the two processors' speeds
     differ. Returns the config and a summary for the report."""
     table = dict(tomllib.loads(host_file.read_text())["host"])
@@ -206,15 +207,19 @@ def host_from_probes(host_file: Path, probes: pd.DataFrame | None,
                                       f"{sum(stalls) / 1e6 / busy:.1%} of the time lost")
     table["stall_per_s"] = tuple(rates)
     table["stall_us"] = stall_us
-    wake = [x for text in probes.wake_us for x in _floats(text)]
+    # wake-ups: a steal from the busy processor's run queue (the harness's probes since
+    # 2026-11-27). Earlier runs' probes timed a goroutine left alone in runnext, so the
+    # back-off was inside each sample and cannot be taken out of it (costs.go,
+    # wakeLatency): those runs keep the host file's wake_us, measured the new way.
+    wake = [x for text in probes.get("wake_steal_us", []) for x in _floats(text)]
     backoff = [x for text in probes.get("backoff_us", []) for x in _floats(text)]
-    if wake and backoff:
-        # a wake-up sample includes the runqgrab back-off the scheduler adds itself
-        med = float(np.median(backoff))
-        table["wake_us"] = tuple(_quantiles([max(0.0, x - med) for x in wake], grid))
+    if wake:
+        table["wake_us"] = tuple(_quantiles(wake, grid))
+    summary["wake_us_p50"] = (float(np.median(wake)) if wake
+                              else f"{float(np.median(table['wake_us'])):.1f} (host file)")
+    if backoff:
         table["backoff_us"] = tuple(_quantiles(backoff, grid))
-        summary["wake_us_p50"] = float(np.median(wake)) - med
-        summary["backoff_us_p50"] = med
+        summary["backoff_us_p50"] = float(np.median(backoff))
     summary["probe_loadavg"] = float(probes.loadavg_1m.median())
     return HostConfig(**table), summary
 

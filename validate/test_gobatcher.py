@@ -197,6 +197,22 @@ def test_the_speed_ratio_is_the_two_processors_median_flush_ratio():
     assert speed_ratio_from(blocks.assign(flush="sleep"), flushes).empty
 
 
+def test_wake_ups_come_from_the_steal_probe_or_else_from_the_host_file():
+    file_host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", None)
+    probe = {"gomaxprocs": 2, "busy_s": 0.01, "stall_us": "", "loadavg_1m": 0.5,
+             "backoff_us": "70 80 90"}
+    steal = pd.DataFrame([{**probe, "wake_steal_us": "20 25 30"}])
+    host, summary = host_from_probes(ROOT / "models" / "host-loopback.toml", steal)
+    # the steal samples are the wake-up as they are: no back-off taken out of them
+    assert min(host.wake_us) == 20.0 and max(host.wake_us) == 30.0
+    assert summary["wake_us_p50"] == 25.0 and summary["backoff_us_p50"] == 80.0
+    # a run probed before the steal probe: its samples hold a back-off each; the host's
+    old = pd.DataFrame([{**probe, "wake_us": "85 90 95"}])
+    host, summary = host_from_probes(ROOT / "models" / "host-loopback.toml", old)
+    assert host.wake_us == file_host.wake_us and "host file" in summary["wake_us_p50"]
+    assert min(host.backoff_us) == 70.0
+
+
 def test_each_simulated_run_is_packed_as_long_as_its_measured_block_waited():
     from types import SimpleNamespace
 

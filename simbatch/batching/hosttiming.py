@@ -25,9 +25,11 @@ is kept that way (the lateness at 500 us is ~600 us).
 
 Two more properties of the host matter when the client's CPU is modelled (``[go]``):
 
-* ``wake_us``: how long an idle processor's thread takes to run a goroutine readied on a
-  busy one (a futex wake-up and the kernel scheduling the thread), measured by the harness
-  (its ``-host`` run and its probes); one value is a constant;
+* ``wake_us``: how long an idle processor's thread takes to run a goroutine it steals from
+  a busy one's local run queue (a futex wake-up, the kernel scheduling the thread, the
+  steal), measured by the harness (its ``-host`` run and its probes since 2026-11-27: ~15-30
+  us here); one value is a constant. A goroutine alone in ``runnext`` takes that and
+  ``backoff_us`` more;
 * ``backoff_us``: how long the Go runtime's ``usleep(3)`` takes -- ``runqgrab``'s back-off
   before a thread steals a running processor's ``runnext`` (``src/runtime/proc.go``). A
   3 us nanosleep, which Linux's timer slack (50 us by default) stretches to ~55 us;

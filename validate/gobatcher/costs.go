@@ -173,36 +173,54 @@ func newSliceNs(size, rounds int) float64 {
 
 var sliceSink []*[]*int
 
-// wakeLatency: at GOMAXPROCS 2, one goroutine keeps its processor busy and readies another
-// parked on a channel; the other processor is idle. How long until the readied goroutine
-// runs on the idle processor -- its thread woken by wakep, then runqgrab's back-off before
-// it steals runnext (backoffLatency) -- is returned, in microseconds. The ready comes after
-// 100 us of running, as a block's first go statement comes after the harness's own work:
-// after an idle spell the kernel takes milliseconds to run the woken thread instead.
+// wakeLatency: how long an idle processor's thread, woken by wakep, takes to run a
+// goroutine it steals from a busy processor's local run queue. Microseconds.
+//
+// Each sample readies two parked goroutines from this (busy) goroutine: the first goes to
+// runnext, the second takes runnext and pushes the first to the tail of the local run
+// queue (runtime/proc.go of go1.26: runqput). The first ready's wakep starts an idle
+// processor's thread, which steals the first goroutine from the queue at once
+// (findRunnable -> stealWork -> runqsteal); only a goroutine left alone in runnext makes
+// it sleep usleep(3) first (runqgrab), which backoffLatency measures apart. A goroutine
+// readied alone would time both together, and subtracting the back-off's median from such
+// samples leaves mostly the back-off's own spread: about half of them came out at or
+// below zero on this machine, where the steal path takes ~20-40 us (2026-11-27). The
+// readies come after 100 us of running, as a block's first go statement comes after the
+// harness's own work: after an idle spell the kernel takes milliseconds to run the woken
+// thread instead.
 func wakeLatency(samples int) []float64 {
 	prev := runtime.GOMAXPROCS(2)
 	defer runtime.GOMAXPROCS(prev)
 	out := make([]float64, 0, samples)
-	c := make(chan int64)
-	var ran atomic.Int64
+	first, second := make(chan int64), make(chan int64)
+	var ran, ranSecond atomic.Int64
 	go func() {
-		for t0 := range c {
+		for t0 := range first {
 			ran.Store(now() - t0)
+		}
+	}()
+	go func() {
+		for range second {
+			ranSecond.Store(1)
 		}
 	}()
 	for i := 0; i < samples; i++ {
 		for t := now() + int64(100*time.Microsecond); now() < t; { // the other processor goes idle
 		}
 		ran.Store(0)
-		c <- now()
+		ranSecond.Store(0)
+		t0 := now()
+		first <- t0  // runnext
+		second <- t0 // runnext; the first goroutine to the run queue
 		deadline := now() + int64(5*time.Millisecond)
-		for ran.Load() == 0 && now() < deadline { // keep this processor busy meanwhile
+		for (ran.Load() == 0 || ranSecond.Load() == 0) && now() < deadline { // keep this processor busy meanwhile
 		}
 		if d := ran.Load(); d > 0 {
 			out = append(out, float64(d)/1e3)
 		}
 	}
-	close(c)
+	close(first)
+	close(second)
 	return out
 }
 

@@ -47,6 +47,7 @@ type options struct {
 	flushD, maxBlock           time.Duration
 	hostProcs                  int
 	hostScale                  float64
+	hostWake                   bool
 	dry                        bool
 	detailReps                 int
 	traceDir                   string
@@ -72,6 +73,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.host, "host", "", "also measure sleep and timer constants into this TOML file")
 	flag.IntVar(&o.hostProcs, "host-gomaxprocs", runtime.NumCPU(), "GOMAXPROCS for the host measurement")
 	flag.Float64Var(&o.hostScale, "host-scale", 1, "multiplies the host measurement's sample counts")
+	flag.BoolVar(&o.hostWake, "host-wake", false, "with -host: re-measure only the wake-up and back-off lists of the existing file, keeping its sleep and timer tables")
 	flag.StringVar(&o.costs, "costs", "", "also measure the Go runtime's operation costs into this TOML file")
 	flag.IntVar(&o.probeEvery, "probe-every", 10, "run a CPU-availability probe at each GOMAXPROCS every N blocks (0: never)")
 	flag.DurationVar(&o.probeD, "probe", 10*time.Millisecond, "duration of each CPU-availability probe")
@@ -106,6 +108,8 @@ func (o options) validate() error {
 		return fmt.Errorf("-after-idle must be >= 0; got %d", o.afterIdle)
 	case o.hostProcs < 1 || o.hostScale <= 0:
 		return fmt.Errorf("-host-gomaxprocs must be >= 1 and -host-scale > 0; got %d, %g", o.hostProcs, o.hostScale)
+	case o.hostWake && (o.host == "" || o.hostProcs < 2):
+		return fmt.Errorf("-host-wake needs -host FILE and -host-gomaxprocs >= 2; got -host %q, -host-gomaxprocs %d", o.host, o.hostProcs)
 	}
 	return nil
 }
@@ -189,7 +193,12 @@ func run() error {
 			totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second))
 		return nil
 	}
-	if o.host != "" {
+	if o.host != "" && o.hostWake {
+		fmt.Fprintf(os.Stderr, "measuring wake-ups at GOMAXPROCS %d into %s\n", o.hostProcs, o.host)
+		if err := runHostWake(o.host, o.hostProcs, o.hostScale, command()); err != nil {
+			return err
+		}
+	} else if o.host != "" {
 		fmt.Fprintf(os.Stderr, "measuring host timing at GOMAXPROCS %d into %s\n", o.hostProcs, o.host)
 		if err := runHost(o.host, o.hostProcs, o.hostScale, command()); err != nil {
 			return err

@@ -15,7 +15,8 @@ import (
 //     probe's duration; a gap of more than stallGap between two readings is a stall (the
 //     thread was not running);
 //   - wake-ups (at GOMAXPROCS >= 2): how long an idle processor's thread takes to run a
-//     goroutine readied on a busy one (costs.go, wakeLatency), and how long the runtime's
+//     goroutine it steals from a busy one's run queue (costs.go, wakeLatency; column
+//     wake_steal_us, which replaced wake_us on 2026-11-27), and how long the runtime's
 //     usleep(3) back-off before stealing runnext takes (backoffLatency).
 //
 // Probes run every -probe-every blocks, at each GOMAXPROCS of the grid, into probes.csv.
@@ -47,7 +48,7 @@ type probeResult struct {
 	// settleStalled: the stalls of the settle spin, summed over the goroutines: at
 	// GOMAXPROCS >= 2 mostly the two threads sharing one vCPU after the wake-up
 	settleStalled time.Duration
-	wake          []float64 // microseconds, the back-off included
+	wake          []float64 // microseconds, a steal from the run queue (wakeLatency)
 	backoff       []float64 // microseconds
 }
 
@@ -105,7 +106,7 @@ func probeCPU(procs int, d time.Duration) probeResult {
 // length, space-separated; settle_s is the settle spin's time summed over the goroutines,
 // settle_stalled_s its stalls' (the wake-up's shared vCPU, and the neighbours').
 var probeColumns = []string{"probe_no", "start_unix_s", "gomaxprocs", "busy_s", "n_stalls",
-	"stalled_s", "loadavg_1m", "stall_us", "wake_us", "backoff_us", "settle_s", "settle_stalled_s"}
+	"stalled_s", "loadavg_1m", "stall_us", "wake_steal_us", "backoff_us", "settle_s", "settle_stalled_s"}
 
 func (r probeResult) row(no int) []string {
 	var total time.Duration
