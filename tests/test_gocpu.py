@@ -378,6 +378,23 @@ def test_sequential_drain_pays_each_round_trip_s_cpu():
     assert paid >= free + 4 * (3e-6 + 3e-6 + 2e-6)
 
 
+def test_a_v2_worker_pays_its_side_of_each_handed_off_flush():
+    # flushBatch's work (dispatch_ns) is on the worker, once per flush it hands to a pool
+    # slot or a goroutine of its own; v1.1.0's worker (cycle timer) does none of it
+    for dispatch in ("pool", "background"):
+        case = _slices_case(dispatch)
+        free = simulate(case, 1)
+        paid = simulate(replace(case, go=replace(case.go, dispatch_ns=1000.0)), 1)
+        flushes = len(free.recorder.batch_size)
+        assert flushes == 16 and len(paid.recorder.batch_size) == 16
+        assert paid.go_cpu_s - free.go_cpu_s == pytest.approx(flushes * 1e-6)
+    v1 = replace(_slices_case("background"), batcher=BatcherConfig(
+        size=4096, timeout_ms=5, timer="cycle", dispatch="background"))
+    free = simulate(v1, 1)
+    paid = simulate(replace(v1, go=replace(v1.go, dispatch_ns=1000.0)), 1)
+    assert paid.go_cpu_s == free.go_cpu_s
+
+
 def test_the_cpu_is_accounted():
     run = simulate(_drain_case(50, spawn_ns=1000.0), 1)
     m = simbatch_metrics(run)

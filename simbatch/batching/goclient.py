@@ -92,6 +92,7 @@ class GoBlock:
     def start(self) -> simpy.Event:
         sched, cfg = self.sched, self.batcher
         worker = self._worker_v1 if cfg.timer == "cycle" and not cfg.drain else self._worker_v2
+        self._v2 = worker == self._worker_v2
         self._worker = sched.parked(worker, name="worker")
         if cfg.dispatch == "pool":
             for i in range(cfg.max_concurrent or 1):
@@ -308,10 +309,12 @@ class GoBlock:
         if dispatch == "inline":
             yield from self._call(g, batch_id, batch)
         elif dispatch == "pool":
+            if self._v2:
+                yield self.go.dispatch_ns
             yield from self.work.send(g, (batch_id, batch))
         else:
             self.sched.go(self._flusher, batch_id, batch)
-            yield self.go.spawn_ns
+            yield self.go.spawn_ns + (self.go.dispatch_ns if self._v2 else 0.0)
         # the next batch's slice, from the pool or new (flushBatch's "Reset for the next batch")
         p = self.sched.p
         new = self.slices.get(p.id if p is not None else 0)

@@ -39,6 +39,12 @@ runtime of ``src/runtime``):
 ``flush_ns``
     per flush: ``flushBatch`` and ``dispatchAndRecord`` (in-flight count, trigger metrics,
     tracing span, two clock reads, a slice pool ``Get`` or ``Put`` that reuses a slice);
+``dispatch_ns``
+    per flush handed to a pool slot or a goroutine of its own, the worker's side of it in
+    go-batcher v2 (``flushBatch``: ``inflight.Add``, the clock reads around the hand-off's
+    ``select``, the slice pool's ``Get``) beyond the hand-off's ``chan_ns + ready_ns``;
+    ``flush_ns`` is the flush goroutine's side. Measured from a CPU profile of the harness's
+    drain cell (``validate/gobatcher/data/README.md``); v1.1.0's worker does none of it;
 ``alloc_ns``, ``alloc_kib_ns``
     a new batch slice, when go-batcher's slice pool has none to give (``sync.Pool``'s
     ``New``: ``make([]*T, 0, size)``, 8 bytes per slot): ``alloc_ns`` plus
@@ -81,7 +87,8 @@ from typing import Annotated
 from ..core.config import Bool, Float, NonNeg, PosInt, at, config
 
 COSTS = ("spawn_ns", "exit_ns", "switch_ns", "cold_ns", "ready_ns", "wakep_ns", "chan_ns",
-         "put_ns", "item_ns", "flush_ns", "alloc_ns", "alloc_kib_ns", "timer_ns", "done_ns")
+         "put_ns", "item_ns", "flush_ns", "dispatch_ns", "alloc_ns", "alloc_kib_ns", "timer_ns",
+         "done_ns")
 
 
 @config
@@ -94,7 +101,7 @@ class GoConfig:
         Processors (``GOMAXPROCS``) the client's goroutines run on; ``None`` = the client's
         CPU is not modelled (the default).
     spawn_ns, exit_ns, switch_ns, cold_ns, ready_ns, wakep_ns, chan_ns, put_ns, item_ns, \
-flush_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
+flush_ns, dispatch_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
         CPU per operation, nanoseconds (see the module docstring).
     flush_cpu : bool
         The flush callback's service time is CPU on a processor.
@@ -118,6 +125,7 @@ flush_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
     put_ns: NonNeg = 30.0
     item_ns: NonNeg = 30.0
     flush_ns: NonNeg = 600.0
+    dispatch_ns: NonNeg = 0.0
     alloc_ns: NonNeg = 0.0
     alloc_kib_ns: NonNeg = 0.0
     timer_ns: NonNeg = 100.0

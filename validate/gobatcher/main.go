@@ -260,7 +260,7 @@ func runCells(o options, cells []cell, left leftOut) error {
 		disableGC()
 	}
 	info := runInfo{command: command(), cells: len(cells), left: left, spinIters: r.spinIters,
-		start: time.Now(), load0: loadavg1(), cpu0: readCPUTimes()}
+		start: time.Now(), load0: loadavg1(), cpu0: readCPUTimes(), proc0: processCPU()}
 	fmt.Fprintf(os.Stderr, "%d cells (left out: %d redundant, %d too slow), %d blocks, estimated %s; spin %d rounds = %s\n",
 		len(cells), left.redundant, left.slow, totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second),
 		r.spinIters, o.flushD)
@@ -268,6 +268,7 @@ func runCells(o options, cells []cell, left leftOut) error {
 		return err
 	}
 	info.end, info.load1, info.mismatches = time.Now(), loadavg1(), r.mismatches
+	info.proc = processCPU() - info.proc0
 	info.steal, info.busy = readCPUTimes().shares(info.cpu0)
 	return info.write(filepath.Join(o.out, "run.toml"))
 }
@@ -297,6 +298,9 @@ type runInfo struct {
 	cpu0         cpuTimes
 	steal, busy  float64
 	mismatches   int
+	// the process's CPU (getrusage) at the start and over the run: what a -cpuprofile's
+	// samples are scaled to (the kernel delivers fewer SIGPROFs than asked for)
+	proc0, proc time.Duration
 }
 
 func (i runInfo) write(path string) error {
@@ -320,9 +324,10 @@ steal_share = %.4f # hypervisor steal over the run, share of the machine's CPU (
 busy_share = %.4f # machine CPU not idle over the run, this process included
 v2_reason_mismatches = %d # blocks where v2's reported triggers differ from batch-length inference
 probe_settle_ms = %g # each CPU-availability probe's spinners ran this long before counting stalls (probe.go)
+process_cpu_s = %.3f # user + system CPU of this process over the run (getrusage): a -cpuprofile's samples count less
 `, i.command, runtime.Version(), runtime.NumCPU(), cpuModel(),
 		i.start.UTC().Format("2006-01-02 15:04:05 UTC"), i.end.Sub(i.start).Seconds(), i.cells,
 		i.left.redundant, i.left.slow, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches,
-		float64(probeSettle)/1e6)
+		float64(probeSettle)/1e6, i.proc.Seconds())
 	return f.Close()
 }
