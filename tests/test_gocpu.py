@@ -391,8 +391,18 @@ def test_a_v2_worker_pays_its_side_of_each_handed_off_flush():
     v1 = replace(_slices_case("background"), batcher=BatcherConfig(
         size=4096, timeout_ms=5, timer="cycle", dispatch="background"))
     free = simulate(v1, 1)
-    paid = simulate(replace(v1, go=replace(v1.go, dispatch_ns=1000.0)), 1)
+    paid = simulate(replace(v1, go=replace(v1.go, dispatch_ns=1000.0, select_ns=1000.0)), 1)
     assert paid.go_cpu_s == free.go_cpu_s
+
+
+def test_a_v2_worker_pays_its_select_each_time_it_wakes_from_it():
+    # drain at GOMAXPROCS 1: the worker blocks in its select once per transaction (the
+    # channel is empty after each flush) and is woken by the next transaction's first Put
+    case = _slices_case("pool")
+    free = simulate(case, 1)
+    paid = simulate(replace(case, go=replace(case.go, select_ns=1000.0)), 1)
+    assert len(paid.recorder.batch_size) == len(free.recorder.batch_size) == 16
+    assert paid.go_cpu_s - free.go_cpu_s == pytest.approx(16 * 1e-6)
 
 
 def test_the_cpu_is_accounted():

@@ -17,11 +17,11 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
    ``is_fit_cell``): ``spawn_ns``, ``switch_ns``, ``cold_ns``, ``put_ns`` and
    ``flush_ns``, each of which the fit cells' block times depend on (``wakep_ns`` is not
    among them: a ``wakep`` that wakes a thread needs an idle second processor, so only
-   GOMAXPROCS 2 sees it, and it keeps its micro-benchmark's value). ``dispatch_ns``, the
-   worker's side of each flush, is measured before the fit from a CPU profile of one drain
-   cell (``--dispatch-profile``, ``dispatch_from_profile``): no GOMAXPROCS 1 block time
-   tells the worker's CPU from the flush goroutine's, and GOMAXPROCS 2's composition
-   depends on the split. Why those cells: at
+   GOMAXPROCS 2 sees it, and it keeps its micro-benchmark's value). ``dispatch_ns`` and
+   ``select_ns``, the worker's side of each flush and its blocking ``select``, are measured
+   before the fit from a CPU profile of one drain cell (``--worker-profile``,
+   ``worker_costs_from_profile``): no GOMAXPROCS 1 block time tells the worker's CPU from
+   the flush goroutine's, and GOMAXPROCS 2's composition depends on the split. Why those cells: at
    GOMAXPROCS 1 with a sleep flush and drain off, the block time of a large block
    (N = 1000 and 2856 at cap = all or 256) is the CPU of spawning N goroutines, 3N Puts
    and receives and the flushes' dispatch and completions, plus one or two sleeps, with no
@@ -45,7 +45,7 @@ Usage::
 
     python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full3 \\
         --costs models/gobatcher-costs-loopback.toml --fit --out models/gobatcher-loopback.toml \\
-        --dispatch-profile validate/gobatcher/data/dispatch
+        --worker-profile validate/gobatcher/data/dispatch
     python -m validate.calibrate_gobatcher --run DIR --go models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go MODEL --repeat DIR2 DIR3
 
@@ -601,8 +601,11 @@ def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
           f"(goal >= 90 %, <= {WORST}x)", file=out)
 
 
-DISPATCH_FN = re.compile(r"go-batcher/v2\.\(\*Batcher\[.*\]\)\.flushBatch$")
-"""go-batcher v2's ``flushBatch``, as ``go tool pprof -top`` names it."""
+_V2 = r"go-batcher/v2\.\(\*Batcher\[.*\]\)\."
+DISPATCH_FN = re.compile(_V2 + r"flushBatch$")
+"""go-batcher v2's ``flushBatch``, as ``go tool pprof`` names it."""
+WORKER_FN = re.compile(_V2 + r"worker$")
+"""go-batcher v2's ``worker``, as ``go tool pprof`` names it."""
 
 
 def _pprof_seconds(text: str) -> float:
@@ -610,14 +613,28 @@ def _pprof_seconds(text: str) -> float:
     return value * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[re.sub(r"^[\d.]+", "", text)]
 
 
-def dispatch_from_profile(run: Path, go: GoConfig) -> tuple[float, dict[str, Any]]:
-    """``dispatch_ns`` measured: the worker's CPU in ``flushBatch`` per flush, from the
-    harness's CPU profile of a drain cell (``run/cpu.prof``, ``-cpuprofile``), less the
-    hand-off the model charges already (``chan_ns + ready_ns``). The profile's samples are
-    scaled to the process's measured CPU over the run (``run.toml`` ``process_cpu_s``):
-    the kernel delivers fewer profiling signals than the runtime asks for. Reads the
-    profile with ``go tool pprof``; a directory without one, or a profile without
-    ``flushBatch``, is refused with the path."""
+def _pprof(prof: Path, *args: str) -> str:
+    try:
+        return subprocess.run(["go", "tool", "pprof", *args, str(prof)], capture_output=True,
+                              text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise ValueError(f"{prof}: go tool pprof failed ({e})") from e
+
+
+def worker_costs_from_profile(run: Path, go: GoConfig) -> tuple[dict[str, float], dict[str, Any]]:
+    """The worker's costs that no micro-benchmark isolates, measured from the harness's CPU
+    profile of one drain cell (``run/cpu.prof``, ``-cpuprofile``), per flush:
+
+    * ``dispatch_ns``: the worker's CPU in ``flushBatch``, less the hand-off the model
+      charges already (``chan_ns + ready_ns``);
+    * ``select_ns``: the worker's CPU in its own ``select`` (``selectgo`` called from
+      ``worker``): in that cell each cycle blocks there once, and the model charges the
+      blocking select nothing beyond the hand-off its sender pays.
+
+    The profile's samples are scaled to the process's measured CPU over the run
+    (``run.toml`` ``process_cpu_s``): the kernel delivers fewer profiling signals than the
+    runtime asks for. Reads the profile with ``go tool pprof``; a directory without one, or
+    a profile without the worker's functions, is refused with the path."""
     prof, info = run / "cpu.prof", run / "run.toml"
     if not prof.exists() or not info.exists():
         raise ValueError(f"{run}: no cpu.prof and run.toml there (the harness's -cpuprofile "
@@ -625,22 +642,24 @@ def dispatch_from_profile(run: Path, go: GoConfig) -> tuple[float, dict[str, Any
     process_s = tomllib.loads(info.read_text()).get("process_cpu_s")
     if not process_s:
         raise ValueError(f"{info}: no process_cpu_s (a run before 2026-11-27)")
-    try:
-        out = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-nodecount=100000",
-                              str(prof)], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise ValueError(f"{prof}: go tool pprof failed ({e})") from e
-    total = re.search(r"Total samples = (\S+)", out)
-    rows = [line.split() for line in out.splitlines() if DISPATCH_FN.search(line.strip())]
-    if total is None or not rows:
-        raise ValueError(f"{prof}: no samples in go-batcher v2's flushBatch")
-    profiled_s, dispatch_s = _pprof_seconds(total.group(1)), _pprof_seconds(rows[0][3])
+    top = _pprof(prof, "-top", "-cum", "-nodecount=100000")
+    total = re.search(r"Total samples = (\S+)", top)
+    dispatch = [line.split() for line in top.splitlines() if DISPATCH_FN.search(line.strip())]
+    # -peek: the callers of selectgo are listed above its own line, each with its share
+    peek = _pprof(prof, "-peek", r"^runtime\.selectgo$")
+    select = [line.split() for line in peek.split("| runtime.selectgo")[0].splitlines()
+              if WORKER_FN.search(line.strip())]
+    if total is None or not dispatch or not select:
+        raise ValueError(f"{prof}: no samples in go-batcher v2's worker and flushBatch")
+    profiled_s = _pprof_seconds(total.group(1))
+    dispatch_s, select_s = _pprof_seconds(dispatch[0][3]), _pprof_seconds(select[0][0])
     flushes = int(read_csv(run / "blocks.csv").n_flushes.sum())
-    per_flush_ns = dispatch_s * process_s / profiled_s / flushes * 1e9
-    value = max(0.0, per_flush_ns - go.chan_ns - go.ready_ns)
-    return value, {"profile": str(prof), "flushes": flushes, "profiled_s": profiled_s,
+    scale = process_s / profiled_s / flushes * 1e9
+    costs = {"dispatch_ns": max(0.0, dispatch_s * scale - go.chan_ns - go.ready_ns),
+             "select_ns": select_s * scale}
+    return costs, {"profile": str(prof), "flushes": flushes, "profiled_s": profiled_s,
                    "process_cpu_s": process_s, "flushbatch_s": dispatch_s,
-                   "flushbatch_ns_per_flush": round(per_flush_ns, 1)}
+                   "worker_select_s": select_s}
 
 
 def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: Path,
@@ -678,9 +697,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--go", type=Path, default=None,
                     help="a fitted models/ file to judge instead of fitting (--fit ignored)")
     ap.add_argument("--fit", action="store_true", help="fit FIT_COSTS on the fit cells")
-    ap.add_argument("--dispatch-profile", type=Path, default=None, metavar="DIR",
-                    help="with --fit: measure dispatch_ns first from the harness's CPU profile "
-                         "of one drain cell in DIR (cpu.prof, run.toml, blocks.csv)")
+    ap.add_argument("--worker-profile", type=Path, default=None, metavar="DIR",
+                    help="with --fit: measure dispatch_ns and select_ns first from the "
+                         "harness's CPU profile of one drain cell in DIR (cpu.prof, run.toml, "
+                         "blocks.csv)")
     ap.add_argument("--out", type=Path, default=None, help="write the fitted [go] model here")
     ap.add_argument("--reps", type=int, default=30, help="simulated runs per cell, at most")
     ap.add_argument("--only", default="", help="regexp: compare only the cells matching it")
@@ -712,14 +732,15 @@ def main(argv: list[str] | None = None) -> int:
         go = go_from_file(args.costs)
         fitted = {}
         measured: dict[str, str] = {}
-        if args.dispatch_profile is not None:
+        if args.worker_profile is not None:
             try:
-                value, about = dispatch_from_profile(args.dispatch_profile, go)
+                costs, about = worker_costs_from_profile(args.worker_profile, go)
             except ValueError as e:
-                ap.error(f"--dispatch-profile {e}")
-            go = dataclasses.replace(go, dispatch_ns=value)
-            measured["dispatch_ns"] = f"{args.dispatch_profile}/cpu.prof"
-            print(f"dispatch_ns = {value:.0f} measured: {about}")
+                ap.error(f"--worker-profile {e}")
+            go = dataclasses.replace(go, **costs)
+            measured.update(dict.fromkeys(costs, f"{args.worker_profile}/cpu.prof"))
+            print("measured: " + ", ".join(f"{k} = {v:.0f}" for k, v in costs.items())
+                  + f" ({about})")
         if args.fit:
             t0 = time.perf_counter()
             go, fitted = fit(fit_cells, host, go)

@@ -213,21 +213,24 @@ def test_wake_ups_come_from_the_steal_probe_or_else_from_the_host_file():
     assert min(host.backoff_us) == 70.0
 
 
-def test_the_worker_s_side_of_a_flush_is_measured_from_the_drain_cell_s_profile(tmp_path):
-    # dispatch_ns is not fitted: the shipped model's value is what the recorded profile of
-    # the real worker (flushBatch's CPU per flush, scaled to the process's CPU) gives
-    from validate.calibrate_gobatcher import dispatch_from_profile
+def test_the_worker_s_costs_are_measured_from_the_drain_cell_s_profile(tmp_path):
+    # dispatch_ns and select_ns are not fitted: the shipped model's values are what the
+    # recorded profile of the real worker gives (its CPU per flush in flushBatch and in its
+    # own select, scaled to the process's CPU)
+    from validate.calibrate_gobatcher import worker_costs_from_profile
 
     if shutil.which("go") is None:
         pytest.skip("go not on PATH: the profile is read with go tool pprof")
     model = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
-    value, about = dispatch_from_profile(HARNESS / "data" / "dispatch", model)
-    assert value == pytest.approx(model.dispatch_ns, abs=0.05)
-    # what the worker does per flush beyond the hand-off: clock reads, inflight, the pool
-    assert 100 < value < 2000 and about["flushes"] > 1_000_000
+    costs, about = worker_costs_from_profile(HARNESS / "data" / "dispatch", model)
+    assert costs["dispatch_ns"] == pytest.approx(model.dispatch_ns, abs=0.05)
+    assert costs["select_ns"] == pytest.approx(model.select_ns, abs=0.05)
+    # per flush, beyond the hand-off: clock reads, inflight and the pool; a four-case select
+    assert 100 < costs["dispatch_ns"] < 2000 and 50 < costs["select_ns"] < 2000
+    assert about["flushes"] > 1_000_000
     assert about["process_cpu_s"] > about["profiled_s"]        # fewer signals than asked
     with pytest.raises(ValueError, match=str(tmp_path)):
-        dispatch_from_profile(tmp_path, model)
+        worker_costs_from_profile(tmp_path, model)
 
 
 def test_each_simulated_run_is_packed_as_long_as_its_measured_block_waited():

@@ -222,6 +222,8 @@ class GoBlock:
         self._select = waiter
         ch.park(waiter)
         yield PARK
+        if self._v2:
+            yield self.go.select_ns        # the blocking select's own locking and queueing
         return waiter.case, waiter.value
 
     def _worker_v2(self, g: G) -> Op:

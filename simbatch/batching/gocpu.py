@@ -45,6 +45,12 @@ runtime of ``src/runtime``):
     ``select``, the slice pool's ``Get``) beyond the hand-off's ``chan_ns + ready_ns``;
     ``flush_ns`` is the flush goroutine's side. Measured from a CPU profile of the harness's
     drain cell (``validate/gobatcher/data/README.md``); v1.1.0's worker does none of it;
+``select_ns``
+    each time go-batcher v2's worker resumes from a blocking ``select`` (over the item
+    channel, its timer, its ticker and ``done``: it locks all four, queues on each and, woken,
+    takes itself off the others), beyond the hand-off its sender pays (``chan_ns +
+    ready_ns``). Measured from the same profile; v1.1.0's select is not measured and costs
+    nothing here;
 ``alloc_ns``, ``alloc_kib_ns``
     a new batch slice, when go-batcher's slice pool has none to give (``sync.Pool``'s
     ``New``: ``make([]*T, 0, size)``, 8 bytes per slot): ``alloc_ns`` plus
@@ -87,8 +93,8 @@ from typing import Annotated
 from ..core.config import Bool, Float, NonNeg, PosInt, at, config
 
 COSTS = ("spawn_ns", "exit_ns", "switch_ns", "cold_ns", "ready_ns", "wakep_ns", "chan_ns",
-         "put_ns", "item_ns", "flush_ns", "dispatch_ns", "alloc_ns", "alloc_kib_ns", "timer_ns",
-         "done_ns")
+         "put_ns", "item_ns", "flush_ns", "dispatch_ns", "select_ns", "alloc_ns", "alloc_kib_ns",
+         "timer_ns", "done_ns")
 
 
 @config
@@ -101,7 +107,7 @@ class GoConfig:
         Processors (``GOMAXPROCS``) the client's goroutines run on; ``None`` = the client's
         CPU is not modelled (the default).
     spawn_ns, exit_ns, switch_ns, cold_ns, ready_ns, wakep_ns, chan_ns, put_ns, item_ns, \
-flush_ns, dispatch_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
+flush_ns, dispatch_ns, select_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
         CPU per operation, nanoseconds (see the module docstring).
     flush_cpu : bool
         The flush callback's service time is CPU on a processor.
@@ -126,6 +132,7 @@ flush_ns, dispatch_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
     item_ns: NonNeg = 30.0
     flush_ns: NonNeg = 600.0
     dispatch_ns: NonNeg = 0.0
+    select_ns: NonNeg = 0.0
     alloc_ns: NonNeg = 0.0
     alloc_kib_ns: NonNeg = 0.0
     timer_ns: NonNeg = 100.0
