@@ -37,8 +37,8 @@ runtime of ``src/runtime``):
 ``item_ns``
     the worker's work per item received (``appendItems``);
 ``flush_ns``
-    per flush: ``flushBatch`` and ``dispatchAndRecord`` (in-flight count, trigger metrics,
-    tracing span, two clock reads, a slice pool ``Get`` or ``Put`` that reuses a slice);
+    per flush, the flush goroutine's side: ``dispatchAndRecord`` (trigger metrics, tracing
+    span, clock reads, the callback's own bookkeeping) and the slice pool's ``Put``;
 ``dispatch_ns``
     per flush handed to a pool slot or a goroutine of its own, the worker's side of it in
     go-batcher v2 (``flushBatch``: ``inflight.Add``, the clock reads around the hand-off's

@@ -27,8 +27,8 @@ Two more properties of the host matter when the client's CPU is modelled (``[go]
 
 * ``wake_us``: how long an idle processor's thread takes to run a goroutine it steals from
   a busy one's local run queue (a futex wake-up, the kernel scheduling the thread, the
-  steal), measured by the harness (its ``-host`` run and its probes since 2026-11-27: ~15-30
-  us here); one value is a constant. A goroutine alone in ``runnext`` takes that and
+  steal), measured by the harness (its ``-host`` run and its probes since 2026-11-27: a median
+  ~30 us here); one value is a constant. A goroutine alone in ``runnext`` takes that and
   ``backoff_us`` more;
 * ``backoff_us``: how long the Go runtime's ``usleep(3)`` takes -- ``runqgrab``'s back-off
   before a thread steals a running processor's ``runnext`` (``src/runtime/proc.go``). A
