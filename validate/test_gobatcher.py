@@ -66,6 +66,14 @@ def small_run(tmp_path_factory):
     return out
 
 
+def test_the_harness_s_own_go_tests_pass(small_run):
+    # the harness's Go tests (its grids, the reason inference, the host file's wake-up
+    # splice): the small_run fixture has built the module, or skipped saying why
+    run = subprocess.run(["go", "test", "./..."], cwd=HARNESS, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 @pytest.fixture(scope="module")
 def judged(small_run):
     blocks, probes = load_run(small_run)
