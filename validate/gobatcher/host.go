@@ -121,6 +121,10 @@ func writeList(w io.Writer, name string, samples []float64, qs []float64) {
 	fmt.Fprintf(w, "%s = [%s]\n", name, joinFloats(vals, "%.1f"))
 }
 
+// wakeDoc is the header's description of wake_us (spliceWake puts it in older files).
+const wakeDoc = "#   wake_us              an idle processor's thread, woken by wakep, running a goroutine\n" +
+	"#                        it steals from a busy processor's local run queue (no back-off)"
+
 func writeHostTOML(w io.Writer, ps []*probe, wake, backoff []float64, pv hostProvenance) {
 	fmt.Fprintf(w, `# Host timing constants (Go sleeps and timers) measured by validate/gobatcher.
 # Do not edit by hand: re-run the command in [provenance] on the machine to model.
@@ -135,8 +139,7 @@ func writeHostTOML(w io.Writer, ps []*probe, wake, backoff []float64, pv hostPro
 #                        worker sees (its timeout is a time.Timer in a select)
 #   [host.afterfunc_us]  time.AfterFunc(d, f): arm to f starting (timer expiry alone,
 #                        without waking a blocked goroutine)
-#   wake_us              an idle processor's thread, woken by wakep, running a goroutine
-#                        it steals from a busy processor's local run queue (no back-off)
+%s
 #   backoff_us           the runtime's usleep(3) (runqgrab's back-off before stealing
 #                        another processor's runnext): a 3 us nanosleep
 #   [host.samples]       samples behind each list, per table and key
@@ -157,7 +160,7 @@ command = %q
 loadavg_1m = [%.2f, %.2f] # at start and end
 steal_share = %.4f # of the machine's CPU, hypervisor steal, over the measurement (/proc/stat)
 busy_share = %.4f # of the machine's CPU, not idle, this process included
-`, runtime.Version(), pv.procs, runtime.NumCPU(), cpuModel(), pv.start.UTC().Format("2006-01-02 15:04 UTC"),
+`, wakeDoc, runtime.Version(), pv.procs, runtime.NumCPU(), cpuModel(), pv.start.UTC().Format("2006-01-02 15:04 UTC"),
 		pv.end.Sub(pv.start).Seconds(), pv.command, pv.load0, pv.load1, pv.steal, pv.busy)
 
 	qs := hostQuantiles()
@@ -261,13 +264,14 @@ func spliceWake(text string, wake, backoff []float64, stamp string) (string, err
 	writeList(&list, "wake_us", wake, qs)
 	writeList(&list, "backoff_us", backoff, qs)
 	fresh := strings.Split(strings.TrimSuffix(list.String(), "\n"), "\n")
+	doc := strings.Split(wakeDoc, "\n")
 	replace := map[string]string{
 		"# wake_us: ": fresh[0], "wake_us = [": fresh[1],
 		"# backoff_us: ": fresh[2], "backoff_us = [": fresh[3],
 		"wake_us = {all":    fmt.Sprintf("wake_us = {all = %d}", len(wake)),
 		"backoff_us = {all": fmt.Sprintf("backoff_us = {all = %d}", len(backoff)),
-		"#   wake_us ":      "#   wake_us              an idle processor's thread, woken by wakep, running a goroutine",
-		"#                        readied on a busy processor, less backoff_us's median": "#                        it steals from a busy processor's local run queue (no back-off)",
+		"#   wake_us ":      doc[0],
+		"#                        readied on a busy processor, less backoff_us's median": doc[1],
 	}
 	out := make([]string, 0, len(lines)+1)
 	found := map[string]bool{}
