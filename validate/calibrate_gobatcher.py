@@ -608,9 +608,16 @@ WORKER_FN = re.compile(_V2 + r"worker$")
 """go-batcher v2's ``worker``, as ``go tool pprof`` names it."""
 
 
+_PPROF_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0,
+                "hrs": 3600.0}
+
+
 def _pprof_seconds(text: str) -> float:
-    value = float(re.sub(r"[a-zµ]+$", "", text))
-    return value * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[re.sub(r"^[\d.]+", "", text)]
+    """A ``go tool pprof`` time (``0.57s``, ``880ms``) in seconds."""
+    match = re.fullmatch(r"([\d.]+)([a-zµ]+)", text)
+    if match is None or match.group(2) not in _PPROF_UNITS:
+        raise ValueError(f"go tool pprof printed a time {text!r} this reader does not know")
+    return float(match.group(1)) * _PPROF_UNITS[match.group(2)]
 
 
 def _pprof(prof: Path, *args: str) -> str:
@@ -651,8 +658,11 @@ def worker_costs_from_profile(run: Path, go: GoConfig) -> tuple[dict[str, float]
               if WORKER_FN.search(line.strip())]
     if total is None or not dispatch or not select:
         raise ValueError(f"{prof}: no samples in go-batcher v2's worker and flushBatch")
-    profiled_s = _pprof_seconds(total.group(1))
-    dispatch_s, select_s = _pprof_seconds(dispatch[0][3]), _pprof_seconds(select[0][0])
+    try:
+        profiled_s = _pprof_seconds(total.group(1))
+        dispatch_s, select_s = _pprof_seconds(dispatch[0][3]), _pprof_seconds(select[0][0])
+    except ValueError as e:
+        raise ValueError(f"{prof}: {e}") from e
     flushes = int(read_csv(run / "blocks.csv").n_flushes.sum())
     scale = process_s / profiled_s / flushes * 1e9
     costs = {"dispatch_ns": max(0.0, dispatch_s * scale - go.chan_ns - go.ready_ns),
