@@ -368,6 +368,18 @@ def test_packed_threads_take_turns_on_one_cpu_for_the_drawn_time():
     assert two.block_time_s < part < always.block_time_s
 
 
+@pytest.mark.parametrize("n", [2, 5, 16])
+def test_each_context_switch_is_counted_and_charged_switch_ns_once(n):
+    # one processor, drain, a pool: per transaction its start, the worker woken by its first
+    # Put, the pool goroutine woken by the hand-off and by its sleep's end, the transaction
+    # woken by its last Done; and the driver's start and its wake from Wait. The calibrator
+    # divides the profiled scheduler's CPU by this count (costs_from_profile)
+    run = simulate(_drain_case(n, **dict(FREE, switch_ns=1000.0)), 1)
+    assert run.go_switches == 5 * n + 2
+    assert run.go_cpu_s == pytest.approx(run.go_switches * 1e-6)
+    assert simulate(replace(_drain_case(n), go=GoConfig()), 1).go_switches == 0
+
+
 def test_sequential_drain_pays_each_round_trip_s_cpu():
     costs = dict(FREE, put_ns=1000.0, item_ns=1000.0, switch_ns=1000.0, flush_ns=2000.0)
     free = simulate(_drain_case(4, fanout="sequential", **FREE), 1).block_time_s

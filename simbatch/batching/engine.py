@@ -117,6 +117,11 @@ class BatchRun(Run):
     recorder: Recorder = None  # type: ignore[assignment]
     end_s: float = 0.0
     go_cpu_s: float = 0.0
+    go_switches: int = 0
+    """Context switches of the client's goroutines (``[go]`` on; 0 otherwise)."""
+    go_worker_wakes: int = 0
+    """Of those, switches to go-batcher's worker: each a wake from its blocking ``select``
+    (or from a hand-off it waited on)."""
 
     @property
     def block_time_s(self) -> float:
@@ -194,7 +199,8 @@ def _simulate_go(case: Case, seed: int, env: simpy.Environment, recorder: Record
     except ConfigError as exc:          # a cycle timer that would not let the run end
         raise exc.under("batcher") from None
     return BatchRun(case=case, seed=seed, recorder=recorder, end_s=block.end_s,
-                    go_cpu_s=sched.busy_s)
+                    go_cpu_s=sched.busy_s, go_switches=sched.switches,
+                    go_worker_wakes=block.worker_wakes)
 
 
 # ---------------------------------------------------------------------------- metrics

@@ -106,6 +106,11 @@ class GoBlock:
             sched.parked(self._idle_batcher, period_ms / 1e3, first, name="idle-batcher")
         return self.all_done
 
+    @property
+    def worker_wakes(self) -> int:
+        """How many times a processor switched to go-batcher's worker."""
+        return self._worker.switches if self._worker is not None else 0
+
     def _idle_batcher(self, g: G, period_s: float, first_s: float) -> Op:
         """Another batcher of the process with nothing to batch (go-batcher v1.1.0's worker:
         ``select`` over its item channel and its cycle timer, ``timer.Reset`` each cycle):

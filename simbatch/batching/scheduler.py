@@ -133,7 +133,7 @@ class G:
     """A goroutine: its body (a generator), the value it is resumed with, and where it
     last ran."""
 
-    __slots__ = ("body", "value", "name", "p", "parked_at")
+    __slots__ = ("body", "value", "name", "p", "parked_at", "switches")
 
     def __init__(self, body: Body, name: str = "") -> None:
         self.body = body
@@ -141,6 +141,7 @@ class G:
         self.name = name
         self.p: P | None = None
         self.parked_at = -1.0            # when it last blocked; new goroutines are cold
+        self.switches = 0                # times a processor switched to it
 
     def __repr__(self) -> str:
         return f"G({self.name})"
@@ -226,6 +227,9 @@ class Scheduler:
         """The processor running a goroutine right now (``None`` between runs)."""
         self.p_extra_ns = 0.0
         """CPU the running goroutine's runtime calls added to its run (wakep)."""
+        self.switches = 0
+        """Context switches so far: runs of a goroutine other than the one the processor ran
+        last (each charged ``switch_ns``)."""
         self._observed = False
         self._sysmon_asleep = False
         self._at(float(rng.random()) * SYSMON_PERIOD_S, self._sysmon)
@@ -558,6 +562,8 @@ class Scheduler:
             self.p = p
             cost = 0.0
             if switched:
+                self.switches += 1
+                g.switches += 1
                 cost = self.config.switch_ns
                 if self.now - g.parked_at > COLD_AFTER_S or g.parked_at < 0:
                     cost += self.config.cold_ns
