@@ -12,16 +12,19 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
    for each cell at GOMAXPROCS 2 how long the kernel ran the client's two threads on one
    CPU, from its blocks' measured run-queue wait (``packed_host``; ``--packing off``
    leaves it out);
-2. takes the Go runtime's costs from a ``-costs`` file, and fits the few that no
-   micro-benchmark pins down well on a stated subset of cells (``FIT_COSTS``,
-   ``is_fit_cell``): ``spawn_ns``, ``switch_ns``, ``cold_ns``, ``put_ns`` and
-   ``flush_ns``, each of which the fit cells' block times depend on (``wakep_ns`` is not
-   among them: a ``wakep`` that wakes a thread needs an idle second processor, so only
-   GOMAXPROCS 2 sees it, and it keeps its micro-benchmark's value). ``dispatch_ns`` and
-   ``select_ns``, the worker's side of each flush and its blocking ``select``, are measured
-   before the fit from a CPU profile of one drain cell (``--worker-profile``,
-   ``worker_costs_from_profile``): no GOMAXPROCS 1 block time tells the worker's CPU from
-   the flush goroutine's, and GOMAXPROCS 2's composition depends on the split. Why those cells: at
+2. takes the Go runtime's costs from a ``-costs`` file (micro-benchmarks) and, with
+   ``--profile DIR``, measures the rest from the harness's CPU profile of one cell
+   (``costs_from_profile``, ``PROFILED``): the worker's side of each flush and its blocking
+   ``select`` (``dispatch_ns``, ``select_ns``), the flush goroutine's (``flush_ns``), a
+   transaction's (``put_ns``), the driver's spawn (``spawn_ns``) and the scheduler's CPU per
+   context switch (``switch_ns``), each goroutine's CPU in the profile less what the model
+   charges it apart. No block time tells these apart -- at GOMAXPROCS 1 one processor runs
+   every goroutine -- and at GOMAXPROCS 2 the split decides whether the worker keeps up with
+   two processors' transactions. Nothing is then left to fit, and every cell of every run
+   is a prediction (the shipped ``models/gobatcher-loopback.toml``). ``--fit`` fits those of
+   ``FIT_COSTS`` not measured on a stated subset of cells (``is_fit_cell``), Nelder-Mead on
+   their block times: the way the costs were found before the profile (and the way for a
+   machine without ``go tool pprof``). Why those cells: at
    GOMAXPROCS 1 with a sleep flush and drain off, the block time of a large block
    (N = 1000 and 2856 at cap = all or 256) is the CPU of spawning N goroutines, 3N Puts
    and receives and the flushes' dispatch and completions, plus one or two sleeps, with no
@@ -44,13 +47,13 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
 Usage::
 
     python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full3 \\
-        --costs models/gobatcher-costs-loopback.toml --fit --out models/gobatcher-loopback.toml \\
-        --worker-profile validate/gobatcher/data/dispatch
+        --costs models/gobatcher-costs-loopback.toml --profile validate/gobatcher/data/dispatch \\
+        --out models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go MODEL --repeat DIR2 DIR3
 
 ``validate/test_gobatcher.py`` runs the harness's small grid in the test job itself and judges
-the fitted model against it.
+the shipped model against it.
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ from simbatch.core.streams import replication_seed
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "validate" / "gobatcher"
 FIT_COSTS = ("spawn_ns", "switch_ns", "cold_ns", "put_ns", "flush_ns")
-"""The costs fitted on harness cells; every other cost is the micro-benchmark's."""
+"""The costs ``--fit`` fits on harness cells where ``--profile`` has not measured them; every
+other cost is the micro-benchmark's."""
 TOLERANCE, WORST, SHARE_POINTS, RATIO_TOLERANCE = 0.15, 1.5, 0.20, 0.15
 HARNESS_CYCLES_MS = (5.0, 10.0)
 """The cycle timers of the harness's two go-batcher v1.1.0 batchers (``cells.go``,
@@ -278,6 +282,12 @@ def case_for(cell: Any, host: HostConfig, go: GoConfig) -> Case:
                                        other_timers_ms=others))
 
 
+def fitted_cells_of(path: Path) -> int:
+    """How many harness cells the ``[go]`` model at ``path`` was fitted on (its provenance's
+    ``fitted_cells``; a file without one, the micro-benchmarks', was fitted on none)."""
+    return int(tomllib.loads(path.read_text()).get("provenance", {}).get("fitted_cells", 0))
+
+
 def go_from_file(path: Path, **overrides: float) -> GoConfig:
     table = dict(tomllib.loads(path.read_text())["go"])
     table.pop("model", None)
@@ -330,16 +340,17 @@ def _log_error(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int) -
 
 
 def fit(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int = 1,
-        evaluations: int = 200) -> tuple[GoConfig, dict[str, float]]:
-    """Fit ``FIT_COSTS`` on ``cells``: Nelder-Mead on the logarithms of the costs, from the
-    micro-benchmark's values, minimising the mean squared log error of the median block
+        evaluations: int = 200, names: tuple[str, ...] = FIT_COSTS
+        ) -> tuple[GoConfig, dict[str, float]]:
+    """Fit ``names`` (``FIT_COSTS``) on ``cells``: Nelder-Mead on the logarithms of the
+    costs, from ``go``'s values, minimising the mean squared log error of the median block
     time (each evaluation simulates every fit cell with the same seeds)."""
     from scipy.optimize import minimize
 
-    start = np.log([max(getattr(go, name), 200.0) for name in FIT_COSTS])
+    start = np.log([max(getattr(go, name), 200.0) for name in names])
 
     def trial(x: np.ndarray) -> GoConfig:
-        return dataclasses.replace(go, **{n: float(np.exp(v)) for n, v in zip(FIT_COSTS, x)})
+        return dataclasses.replace(go, **{n: float(np.exp(v)) for n, v in zip(names, x)})
 
     result = minimize(lambda x: _log_error(cells, host, trial(x), reps), start,
                       method="Nelder-Mead",
@@ -347,7 +358,7 @@ def fit(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int = 1,
                                "initial_simplex": np.vstack([start, start + np.eye(len(start))
                                                              * np.log(3.0)])})
     best = trial(result.x)
-    return best, {name: getattr(best, name) for name in FIT_COSTS}
+    return best, {name: getattr(best, name) for name in names}
 
 
 # ------------------------------------------------------------------ comparing
@@ -628,48 +639,162 @@ def _pprof(prof: Path, *args: str) -> str:
         raise ValueError(f"{prof}: go tool pprof failed ({e})") from e
 
 
-def worker_costs_from_profile(run: Path, go: GoConfig) -> tuple[dict[str, float], dict[str, Any]]:
-    """The worker's costs that no micro-benchmark isolates, measured from the harness's CPU
-    profile of one drain cell (``run/cpu.prof``, ``-cpuprofile``), per flush:
+POOL_FN = re.compile(_V2 + r"SetMaxConcurrent\.func1$")
+"""A go-batcher v2 pool goroutine (``SetMaxConcurrent``'s closure), as pprof names it."""
+TX_FN = re.compile(r"^golang\.org/x/sync/errgroup\.\(\*Group\)\.Go\.func1$")
+"""A transaction's goroutine (errgroup's closure around the harness's decorate)."""
+DRIVER_FN = re.compile(r"^main\.\(\*block\)\.run$")
+"""The harness's block driver: errgroup's ``Go`` per transaction, then ``Wait``."""
+SCHED_FN = re.compile(r"^runtime\.mcall$")
+"""The scheduler on the goroutine's thread: ``park_m`` / ``goexit0`` -> ``schedule``."""
+PROFILED = ("dispatch_ns", "select_ns", "flush_ns", "put_ns", "spawn_ns", "switch_ns",
+            "cold_ns")
+"""The costs :func:`costs_from_profile` measures."""
 
-    * ``dispatch_ns``: the worker's CPU in ``flushBatch``, less the hand-off the model
-      charges already (``chan_ns + ready_ns``);
-    * ``select_ns``: the worker's CPU in its own ``select`` (``selectgo`` called from
-      ``worker``): in that cell each cycle blocks there once, and the model charges the
-      blocking select nothing beyond the hand-off its sender pays.
 
-    The profile's samples are scaled to the process's measured CPU over the run
-    (``run.toml`` ``process_cpu_s``): the kernel delivers fewer profiling signals than the
-    runtime asks for. Reads the profile with ``go tool pprof``; a directory without one, or
-    a profile without the worker's functions, is refused with the path."""
+def _cum_s(top: str, pattern: re.Pattern[str], prof: Path) -> float:
+    """The cumulative seconds of the first function of ``go tool pprof -top -cum`` whose
+    name matches ``pattern``."""
+    for line in top.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and pattern.search(" ".join(fields[5:])):
+            return _pprof_seconds(fields[3])
+    raise ValueError(f"{prof}: no samples in {pattern.pattern!r}")
+
+
+@dataclasses.dataclass
+class ProfiledRun:
+    """A harness run with a CPU profile (:func:`profiled_run`): each pipeline goroutine's CPU
+    over the run (``cpu``, ns, scaled to the process's CPU), its cells, and how many times each
+    cell's block ran (``runs_of``: measured blocks and warm-up blocks)."""
+
+    cpu: dict[str, float]
+    cells: pd.DataFrame
+    runs_of: pd.Series
+    flushes: float
+    txns: float
+    items: float
+    about: dict[str, Any]
+
+
+def profiled_run(run: Path) -> ProfiledRun:
+    """Read ``run/cpu.prof`` with ``go tool pprof -top -cum``: the CPU of the pipeline's
+    goroutines (the worker, its ``flushBatch`` and its own ``select``, the pool goroutines,
+    the transactions, the driver, the scheduler), scaled to the process's measured CPU
+    (``run.toml`` ``process_cpu_s``: the kernel delivers fewer profiling signals than the
+    runtime asks for); and the run's operations from ``blocks.csv``, each cell's warm-up
+    blocks (``-warmup``, 1 unless the command says otherwise) counted as its mean block.
+    The cells must all be GOMAXPROCS 1, go-batcher v2 with a pool, a sleep flush, errgroup
+    fan-out and one ``inputs_per_tx``. A directory without a profile, a profile without these
+    functions, or a cell of another kind is refused with the path."""
     prof, info = run / "cpu.prof", run / "run.toml"
     if not prof.exists() or not info.exists():
         raise ValueError(f"{run}: no cpu.prof and run.toml there (the harness's -cpuprofile "
-                         f"and -out of one drain cell)")
-    process_s = tomllib.loads(info.read_text()).get("process_cpu_s")
+                         f"and -out)")
+    about_run = tomllib.loads(info.read_text())
+    process_s = about_run.get("process_cpu_s")
     if not process_s:
         raise ValueError(f"{info}: no process_cpu_s (a run before 2026-11-27)")
+    warmup = re.search(r"-warmup[ =](\d+)", about_run.get("command", ""))
+    warm = int(warmup.group(1)) if warmup else 1
+    blocks = read_csv(run / "blocks.csv").assign(first_flush_s=math.nan)
+    cells = cells_of(blocks)
+    wrong = [c.cell for c in cells.itertuples()
+             if int(c.gomaxprocs) != 1 or c.version != "v2.0.6" or int(c.max_concurrent) == 0
+             or c.flush != "sleep" or c.fanout == "seq"
+             or int(c.inputs_per_tx) != int(cells.inputs_per_tx.iloc[0])]
+    if wrong:
+        raise ValueError(f"{run / 'blocks.csv'}: cells {wrong[:3]}; the profile must be of "
+                         f"GOMAXPROCS 1, v2.0.6 cells with a pool, a sleep flush, errgroup "
+                         f"fan-out and one inputs_per_tx")
     top = _pprof(prof, "-top", "-cum", "-nodecount=100000")
     total = re.search(r"Total samples = (\S+)", top)
-    dispatch = [line.split() for line in top.splitlines() if DISPATCH_FN.search(line.strip())]
     # -peek: the callers of selectgo are listed above its own line, each with its share
     peek = _pprof(prof, "-peek", r"^runtime\.selectgo$")
     select = [line.split() for line in peek.split("| runtime.selectgo")[0].splitlines()
               if WORKER_FN.search(line.strip())]
-    if total is None or not dispatch or not select:
-        raise ValueError(f"{prof}: no samples in go-batcher v2's worker and flushBatch")
+    if total is None or not select:
+        raise ValueError(f"{prof}: no samples in go-batcher v2's worker")
     try:
         profiled_s = _pprof_seconds(total.group(1))
-        dispatch_s, select_s = _pprof_seconds(dispatch[0][3]), _pprof_seconds(select[0][0])
+        cpu = {name: _cum_s(top, fn, prof) for name, fn in (
+            ("flushbatch", DISPATCH_FN), ("pool", POOL_FN), ("txn", TX_FN),
+            ("driver", DRIVER_FN), ("scheduler", SCHED_FN), ("worker", WORKER_FN))}
+        cpu["worker_select"] = _pprof_seconds(select[0][0])
     except ValueError as e:
-        raise ValueError(f"{prof}: {e}") from e
-    flushes = int(read_csv(run / "blocks.csv").n_flushes.sum())
-    scale = process_s / profiled_s / flushes * 1e9
-    costs = {"dispatch_ns": max(0.0, dispatch_s * scale - go.chan_ns - go.ready_ns),
-             "select_ns": select_s * scale}
-    return costs, {"profile": str(prof), "flushes": flushes, "profiled_s": profiled_s,
-                   "process_cpu_s": process_s, "flushbatch_s": dispatch_s,
-                   "worker_select_s": select_s}
+        msg = str(e)
+        raise ValueError(msg if str(prof) in msg else f"{prof}: {msg}") from e
+    cpu = {name: v * process_s / profiled_s * 1e9 for name, v in cpu.items()}   # ns
+    # each cell's blocks, and its warm-up blocks, which ran the same code unrecorded
+    per_cell = blocks.groupby("cell").agg(measured=("n_tx", "size"), n_tx=("n_tx", "first"),
+                                         flushes=("n_flushes", "mean"),
+                                         items=("n_items", "mean"))
+    runs_of = per_cell["measured"] + warm
+    flushes = float((per_cell["flushes"] * runs_of).sum())
+    txns = float((per_cell["n_tx"] * runs_of).sum())
+    items = float((per_cell["items"] * runs_of).sum())
+    return ProfiledRun(cpu, cells, runs_of, flushes, txns, items,
+                       {"profile": str(prof), "cells": len(cells), "flushes": round(flushes),
+                        "transactions": round(txns), "profiled_s": profiled_s,
+                        "process_cpu_s": process_s})
+
+
+def costs_from_profile(run: Path, go: GoConfig, host: HostConfig
+                       ) -> tuple[dict[str, float], dict[str, Any]]:
+    """The Go client's costs that no micro-benchmark isolates, measured from the harness's
+    CPU profile of a run (:func:`profiled_run`): each pipeline goroutine's CPU less what the
+    model charges it apart (``chan_ns``, ``ready_ns``, ``timer_ns``, ``done_ns``,
+    ``exit_ns`` from ``go``: the micro-benchmarks), over the run's operations -- flushes,
+    transactions, items from ``blocks.csv``, or, for what the harness does not count, the
+    model's own count on the same blocks (simulated with the costs measured so far, on
+    ``host``):
+
+    * ``dispatch_ns``: the worker's ``flushBatch`` per flush, less the hand-off
+      ``chan_ns + ready_ns``;
+    * ``select_ns``: the worker's own ``selectgo`` (``-peek``) per wake of the worker (the
+      model's count);
+    * ``flush_ns``: the pool goroutines (``SetMaxConcurrent``'s closure) per flush, less
+      each flush's sleep ``timer_ns`` and next receive ``chan_ns``, one ``done_ns`` per item
+      and ``ready_ns`` per transaction woken;
+    * ``put_ns``: the transactions' goroutines (errgroup's closure) per ``Put``, less
+      ``chan_ns`` per ``Put`` and for the semaphore's release, and ``ready_ns`` per wake of
+      the worker;
+    * ``spawn_ns``: the driver (the harness's ``block.run``) per transaction, less the
+      semaphore's ``chan_ns``;
+    * ``switch_ns``: the scheduler (``runtime.mcall``: ``park_m``, ``goexit0``) less
+      ``exit_ns`` per transaction, per context switch (the model's count);
+    * ``cold_ns`` = 0: the costs above are those the run's goroutines paid, cold or warm as
+      its blocks left their caches; a long park adds nothing.
+
+    Bad input is refused as :func:`profiled_run` refuses it."""
+    pr = profiled_run(run)
+    cpu, cells, runs_of = pr.cpu, pr.cells, pr.runs_of
+    flushes, txns, items = pr.flushes, pr.txns, pr.items
+    k = int(cells.inputs_per_tx.iloc[0])
+    costs = {
+        "dispatch_ns": max(0.0, cpu["flushbatch"] / flushes - go.chan_ns - go.ready_ns),
+        "flush_ns": max(0.0, (cpu["pool"] - flushes * (go.timer_ns + go.chan_ns)
+                              - items * go.done_ns - txns * go.ready_ns) / flushes),
+        "spawn_ns": max(0.0, cpu["driver"] / txns - go.chan_ns),
+        "cold_ns": 0.0,
+    }
+    # what the harness does not count, the model counts on the same cells: context switches
+    # and the worker's wakes, with the costs so far (the rest as the micro-benchmarks')
+    counted = dataclasses.replace(go, **costs)
+    switches = wakes = 0.0
+    for cell in cells.itertuples():
+        sims = [simulate(case_for(cell, host, counted), replication_seed(1, r))
+                for r in range(2)]
+        runs = int(runs_of[cell.cell])
+        switches += runs * float(np.mean([r.go_switches for r in sims]))
+        wakes += runs * float(np.mean([r.go_worker_wakes for r in sims]))
+    costs["select_ns"] = cpu["worker_select"] / wakes
+    costs["put_ns"] = max(0.0, (cpu["txn"] - txns * (k + 1) * go.chan_ns
+                                - wakes * go.ready_ns) / (k * txns))
+    costs["switch_ns"] = max(0.0, (cpu["scheduler"] - txns * go.exit_ns) / switches)
+    return costs, {**pr.about, "switches_per_transaction": round(switches / txns, 3),
+                   "worker_wakes_per_flush": round(wakes / flushes, 3),
+                   **{f"{n}_cpu_s": round(v / 1e9, 3) for n, v in cpu.items()}}
 
 
 def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: Path,
@@ -679,17 +804,19 @@ def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: 
     apart from the micro-benchmarks (``measured``: name -> where) marked with its source."""
     measured = measured or {}
     base = tomllib.loads(costs_file.read_text())
+    made = [f"{', '.join(measured)} measured from a CPU profile"] if measured else []
+    made += [f"{', '.join(fitted)} fitted on harness cells"] if fitted else []
     lines = ["# Go runtime costs for simbatch's [go] section: the micro-benchmarks of",
-             f"# {costs_file.name} with {', '.join(FIT_COSTS)} fitted on harness cells by",
+             f"# {costs_file.name}, with {' and '.join(made) or 'nothing else'}, by",
              "# validate/calibrate_gobatcher.py. Do not edit by hand: re-run the command below.",
              "", "[provenance]"]
     prov = base.get("provenance", {})
     for key in ("go", "cpus", "cpu", "measured_on"):
         if key in prov:
             lines.append(f"{key} = {prov[key]!r}".replace("'", '"'))
-    lines += [f'costs_from = "{costs_file.name}"', f'fitted_on_run = "{run}"',
+    lines += [f'costs_from = "{costs_file.name}"', f'run = "{run}"',
               f"fitted_cells = {len(fit_cells)}",
-              f'fitted_at = "{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}"',
+              f'made_at = "{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}"',
               f'command = "{command}"', "", "[go]"]
     for name in COSTS:
         note = (" # fitted" if name in fitted
@@ -705,13 +832,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--costs", type=Path, default=ROOT / "models" / "gobatcher-costs-loopback.toml",
                     help="the harness's -costs file (micro-benchmarks)")
     ap.add_argument("--go", type=Path, default=None,
-                    help="a fitted models/ file to judge instead of fitting (--fit ignored)")
-    ap.add_argument("--fit", action="store_true", help="fit FIT_COSTS on the fit cells")
-    ap.add_argument("--worker-profile", type=Path, default=None, metavar="DIR",
-                    help="with --fit: measure dispatch_ns and select_ns first from the "
-                         "harness's CPU profile of one drain cell in DIR (cpu.prof, run.toml, "
-                         "blocks.csv)")
-    ap.add_argument("--out", type=Path, default=None, help="write the fitted [go] model here")
+                    help="a models/ file to judge instead of making one (--profile and --fit "
+                         "ignored)")
+    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                    help="measure PROFILED costs from the harness's CPU profile of one cell "
+                         "in DIR (cpu.prof, run.toml, blocks.csv)")
+    ap.add_argument("--fit", action="store_true",
+                    help="fit the FIT_COSTS not measured by --profile on the fit cells")
+    ap.add_argument("--out", type=Path, default=None, help="write the [go] model here")
     ap.add_argument("--reps", type=int, default=30, help="simulated runs per cell, at most")
     ap.add_argument("--only", default="", help="regexp: compare only the cells matching it")
     ap.add_argument("--repeat", type=Path, nargs="*", default=[], metavar="RUN",
@@ -737,32 +865,37 @@ def main(argv: list[str] | None = None) -> int:
     fit_cells = cells[cells.apply(is_fit_cell, axis=1)]
     if args.go is not None:
         go = go_from_file(args.go)
-        fitted: dict[str, float] = {}
+        if not fitted_cells_of(args.go):
+            fit_cells = fit_cells.iloc[0:0]         # nothing fitted: every cell a prediction
     else:
         go = go_from_file(args.costs)
-        fitted = {}
+        fitted: dict[str, float] = {}
         measured: dict[str, str] = {}
-        if args.worker_profile is not None:
+        if args.profile is not None:
             try:
-                costs, about = worker_costs_from_profile(args.worker_profile, go)
+                costs, about = costs_from_profile(args.profile, go, host)
             except ValueError as e:
-                ap.error(f"--worker-profile {e}")
+                ap.error(f"--profile {e}")
             go = dataclasses.replace(go, **costs)
-            measured.update(dict.fromkeys(costs, f"{args.worker_profile}/cpu.prof"))
+            measured.update(dict.fromkeys(costs, f"{args.profile}/cpu.prof"))
             print("measured: " + ", ".join(f"{k} = {v:.0f}" for k, v in costs.items())
                   + f" ({about})")
-        if args.fit:
+        names = tuple(n for n in FIT_COSTS if n not in measured) if args.fit else ()
+        if names:
             t0 = time.perf_counter()
-            go, fitted = fit(fit_cells, host, go)
+            go, fitted = fit(fit_cells, host, go, names=names)
             print(f"fitted on {len(fit_cells)} cells in {time.perf_counter() - t0:.0f} s: "
                   + ", ".join(f"{k} = {v:.0f}" for k, v in fitted.items()))
-            if args.out is not None:
-                write_model(args.out, go, fitted, args.costs, args.run,
-                            list(fit_cells.cell), " ".join(["python -m "
-                                                            "validate.calibrate_gobatcher",
-                                                            *(argv or sys.argv[1:])]),
-                            measured)
+        else:
+            print("nothing fitted: every cell is a prediction")
+            fit_cells = fit_cells.iloc[0:0]
+        if args.out is not None:
+            write_model(args.out, go, fitted, args.costs, args.run, list(fit_cells.cell),
+                        " ".join(["python -m validate.calibrate_gobatcher",
+                                  *(argv or sys.argv[1:])]), measured)
     shown = cells[cells.cell.str.contains(args.only)] if args.only else cells
+    if shown.empty:
+        ap.error(f"--only {args.only!r}: no cell of {args.run} matches it")
     t0 = time.perf_counter()
     table = compare(shown, host, go, args.reps, set(fit_cells.cell))
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))

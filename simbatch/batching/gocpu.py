@@ -22,7 +22,8 @@ runtime of ``src/runtime``):
 ``cold_ns``
     more, when the goroutine switched to has been parked for over 100 us (or is new): its
     stack and state are no longer in the caches -- a block of thousands of goroutines
-    wakes most of them cold;
+    wakes most of them cold. The shipped model's costs are measured on goroutines that
+    mostly ran cold (a CPU profile of the harness), so it sets 0;
 ``ready_ns``
     making a parked goroutine runnable (``goready``: ``runqput`` and ``wakep``), charged to
     the goroutine that wakes it (a channel hand-off, ``wg.Done``, a pool hand-off);
@@ -56,7 +57,7 @@ runtime of ``src/runtime``):
     ``New``: ``make([]*T, 0, size)``, 8 bytes per slot): ``alloc_ns`` plus
     ``alloc_kib_ns`` per KiB of the slice (:mod:`.slicepool`). Measured by the harness's
     ``-costs`` since 2026-11-24 (~0.74 us for a 4096-slot slice here); the shipped
-    ``models/gobatcher-loopback.toml`` was fitted before and does not charge them (why:
+    ``models/gobatcher-loopback.toml`` does not charge them (why:
     ``validate/gobatcher/data/README.md``);
 ``timer_ns``
     arming or stopping a timer (``timer.Reset``, ``time.Sleep``);
@@ -80,10 +81,12 @@ are properties of the host (``[host] wake_us``, ``backoff_us``, ``stall_per_s``,
 ``stall_us``: :mod:`.hosttiming`), and so is how long the kernel runs two of its threads on
 one CPU after it wakes an idle processor's (``packed_us``).
 
-The costs of ``models/gobatcher-loopback.toml`` were measured on this project's machine by
-``validate/gobatcher -costs`` and fitted on a subset of the harness's cells
-(``validate/calibrate_gobatcher.py``); ``[go] model = "../models/gobatcher-loopback.toml"``
-loads them.
+The costs of ``models/gobatcher-loopback.toml`` were measured on this project's machine:
+the runtime's operations by ``validate/gobatcher -costs`` (micro-benchmarks), each
+goroutine's own work (``spawn_ns``, ``switch_ns``, ``put_ns``, ``flush_ns``,
+``dispatch_ns``, ``select_ns``) from a CPU profile of one harness cell
+(``validate/calibrate_gobatcher.py --profile``). None is fitted to block times.
+``[go] model = "../models/gobatcher-loopback.toml"`` loads them.
 """
 
 from __future__ import annotations
