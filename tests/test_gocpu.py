@@ -375,9 +375,10 @@ def test_each_context_switch_is_counted_and_charged_switch_ns_once(n):
     # woken by its last Done; and the driver's start and its wake from Wait. The calibrator
     # divides the profiled scheduler's CPU by this count (costs_from_profile)
     run = simulate(_drain_case(n, **dict(FREE, switch_ns=1000.0)), 1)
-    assert run.go_switches == 5 * n + 2
-    assert run.go_cpu_s == pytest.approx(run.go_switches * 1e-6)
-    assert simulate(replace(_drain_case(n), go=GoConfig()), 1).go_switches == 0
+    assert run.go_counts["switches"] == 5 * n + 2
+    assert run.go_cpu_s == pytest.approx(run.go_counts["switches"] * 1e-6)
+    assert run.go_counts["worker_wakes"] == n          # once per transaction's first Put
+    assert simulate(replace(_drain_case(n), go=GoConfig()), 1).go_counts == {}
 
 
 def test_sequential_drain_pays_each_round_trip_s_cpu():
@@ -415,6 +416,22 @@ def test_a_v2_worker_pays_its_select_each_time_it_wakes_from_it():
     paid = simulate(replace(case, go=replace(case.go, select_ns=1000.0)), 1)
     assert len(paid.recorder.batch_size) == len(free.recorder.batch_size) == 16
     assert paid.go_cpu_s - free.go_cpu_s == pytest.approx(16 * 1e-6)
+
+
+@pytest.mark.parametrize("timer,charged", [("first_item", True), ("cycle", False)])
+def test_a_v2_worker_pays_each_select_that_finds_an_item_waiting(timer, charged):
+    # drain off at GOMAXPROCS 1: a transaction's first Put wakes the worker (its blocking
+    # select, select_ns); the other two items wait in the channel, and each passes the
+    # worker's four-case select without blocking (select_ready_ns). v1.1.0's is not measured
+    case = _drain_case(16, **FREE)
+    case = replace(case, batcher=BatcherConfig(size=4096, timeout_ms=5, timer=timer,
+                                               dispatch="pool", max_concurrent=64))
+    free = simulate(case, 1)
+    paid = simulate(replace(case, go=replace(case.go, select_ready_ns=1000.0)), 1)
+    ready = free.go_counts["ready_selects"]
+    assert ready == paid.go_counts["ready_selects"] >= 2 * 16
+    extra = paid.go_cpu_s - free.go_cpu_s
+    assert extra == (pytest.approx(ready * 1e-6) if charged else 0.0)
 
 
 def test_the_cpu_is_accounted():

@@ -13,12 +13,13 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
    CPU, from its blocks' measured run-queue wait (``packed_host``; ``--packing off``
    leaves it out);
 2. takes the Go runtime's costs from a ``-costs`` file (micro-benchmarks) and, with
-   ``--profile DIR``, measures the rest from the harness's CPU profile of one cell
-   (``costs_from_profile``, ``PROFILED``): the worker's side of each flush and its blocking
-   ``select`` (``dispatch_ns``, ``select_ns``), the flush goroutine's (``flush_ns``), a
-   transaction's (``put_ns``), the driver's spawn (``spawn_ns``) and the scheduler's CPU per
-   context switch (``switch_ns``), each goroutine's CPU in the profile less what the model
-   charges it apart. No block time tells these apart -- at GOMAXPROCS 1 one processor runs
+   ``--profile DIR...``, measures the rest from the harness's CPU profiles of some cells
+   (``costs_from_profile``, ``PROFILED``): the worker's side of each flush and its
+   ``select``, blocking or not (``dispatch_ns``, ``select_ns``, ``select_ready_ns``), the
+   flush goroutine's per flush and per item (``flush_ns``, ``done_ns``), a transaction's
+   (``put_ns``), the driver's spawn (``spawn_ns``) and the scheduler's CPU per context
+   switch (``switch_ns``), each goroutine's CPU in the profile less what the model charges
+   it apart. No block time tells these apart -- at GOMAXPROCS 1 one processor runs
    every goroutine -- and at GOMAXPROCS 2 the split decides whether the worker keeps up with
    two processors' transactions. Nothing is then left to fit, and every cell of every run
    is a prediction (the shipped ``models/gobatcher-loopback.toml``). ``--fit`` fits those of
@@ -48,7 +49,7 @@ Usage::
 
     python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full3 \\
         --costs models/gobatcher-costs-loopback.toml --profile validate/gobatcher/data/dispatch \\
-        --out models/gobatcher-loopback.toml
+        validate/gobatcher/data/profile-timer --out models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go models/gobatcher-loopback.toml
     python -m validate.calibrate_gobatcher --run DIR --go MODEL --repeat DIR2 DIR3
 
@@ -66,7 +67,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -647,18 +648,21 @@ DRIVER_FN = re.compile(r"^main\.\(\*block\)\.run$")
 """The harness's block driver: errgroup's ``Go`` per transaction, then ``Wait``."""
 SCHED_FN = re.compile(r"^runtime\.mcall$")
 """The scheduler on the goroutine's thread: ``park_m`` / ``goexit0`` -> ``schedule``."""
-PROFILED = ("dispatch_ns", "select_ns", "flush_ns", "put_ns", "spawn_ns", "switch_ns",
-            "cold_ns")
+PROFILED = ("dispatch_ns", "select_ns", "select_ready_ns", "flush_ns", "done_ns", "put_ns",
+            "spawn_ns", "switch_ns", "cold_ns")
 """The costs :func:`costs_from_profile` measures."""
 
 
-def _cum_s(top: str, pattern: re.Pattern[str], prof: Path) -> float:
+def _cum_s(top: str, pattern: re.Pattern[str], prof: Path,
+           missing: float | None = None) -> float:
     """The cumulative seconds of the first function of ``go tool pprof -top -cum`` whose
-    name matches ``pattern``."""
+    name matches ``pattern``; ``missing`` if none does (``None``: refused)."""
     for line in top.splitlines():
         fields = line.split()
         if len(fields) >= 6 and pattern.search(" ".join(fields[5:])):
             return _pprof_seconds(fields[3])
+    if missing is not None:
+        return missing
     raise ValueError(f"{prof}: no samples in {pattern.pattern!r}")
 
 
@@ -718,8 +722,11 @@ def profiled_run(run: Path) -> ProfiledRun:
     try:
         profiled_s = _pprof_seconds(total.group(1))
         cpu = {name: _cum_s(top, fn, prof) for name, fn in (
-            ("flushbatch", DISPATCH_FN), ("pool", POOL_FN), ("txn", TX_FN),
-            ("driver", DRIVER_FN), ("scheduler", SCHED_FN), ("worker", WORKER_FN))}
+            ("pool", POOL_FN), ("txn", TX_FN), ("driver", DRIVER_FN),
+            ("scheduler", SCHED_FN), ("worker", WORKER_FN))}
+        # flushBatch: drain off, its flushes every 33 transactions leave it unsampled (0 of
+        # 5,500 samples of data/profile-timer); such a profile does not measure it
+        cpu["flushbatch"] = _cum_s(top, DISPATCH_FN, prof, missing=0.0)
         cpu["worker_select"] = _pprof_seconds(select[0][0])
     except ValueError as e:
         msg = str(e)
@@ -739,62 +746,99 @@ def profiled_run(run: Path) -> ProfiledRun:
                         "process_cpu_s": process_s})
 
 
-def costs_from_profile(run: Path, go: GoConfig, host: HostConfig
+def _solve(rows: list[list[float]], rhs: list[float]) -> list[float]:
+    """Non-negative least squares of ``rows . x = rhs`` (one row per profile)."""
+    from scipy.optimize import nnls
+
+    return nnls(np.asarray(rows, float), np.asarray(rhs, float))[0].tolist()
+
+
+def costs_from_profile(runs: Sequence[Path], go: GoConfig, host: HostConfig
                        ) -> tuple[dict[str, float], dict[str, Any]]:
     """The Go client's costs that no micro-benchmark isolates, measured from the harness's
-    CPU profile of a run (:func:`profiled_run`): each pipeline goroutine's CPU less what the
-    model charges it apart (``chan_ns``, ``ready_ns``, ``timer_ns``, ``done_ns``,
-    ``exit_ns`` from ``go``: the micro-benchmarks), over the run's operations -- flushes,
+    CPU profiles of one or more runs (:func:`profiled_run`): each pipeline goroutine's CPU
+    less what the model charges it apart (``chan_ns``, ``ready_ns``, ``timer_ns``,
+    ``exit_ns`` from ``go``: the micro-benchmarks), over the runs' operations -- flushes,
     transactions, items from ``blocks.csv``, or, for what the harness does not count, the
-    model's own count on the same blocks (simulated with the costs measured so far, on
-    ``host``):
+    model's own count on the same blocks (``BatchRun.go_counts``, simulated with the costs
+    measured so far, on ``host``):
 
     * ``dispatch_ns``: the worker's ``flushBatch`` per flush, less the hand-off
       ``chan_ns + ready_ns``;
-    * ``select_ns``: the worker's own ``selectgo`` (``-peek``) per wake of the worker (the
-      model's count);
-    * ``flush_ns``: the pool goroutines (``SetMaxConcurrent``'s closure) per flush, less
-      each flush's sleep ``timer_ns`` and next receive ``chan_ns``, one ``done_ns`` per item
-      and ``ready_ns`` per transaction woken;
+    * ``flush_ns`` and ``done_ns``: the pool goroutines (``SetMaxConcurrent``'s closure),
+      less each flush's sleep ``timer_ns`` and next receive ``chan_ns`` and ``ready_ns`` per
+      transaction woken, per flush and per item completed -- with two profiles or more whose
+      flushes carry different numbers of items (non-negative least squares); with one,
+      ``done_ns`` stays ``go``'s;
+    * ``select_ns`` and ``select_ready_ns``: the worker's own ``selectgo`` (``-peek``) per
+      wake from a blocking ``select`` and per ``select`` that found a case ready, the same
+      way (with one profile, all of it per wake);
     * ``put_ns``: the transactions' goroutines (errgroup's closure) per ``Put``, less
       ``chan_ns`` per ``Put`` and for the semaphore's release, and ``ready_ns`` per wake of
       the worker;
     * ``spawn_ns``: the driver (the harness's ``block.run``) per transaction, less the
       semaphore's ``chan_ns``;
     * ``switch_ns``: the scheduler (``runtime.mcall``: ``park_m``, ``goexit0``) less
-      ``exit_ns`` per transaction, per context switch (the model's count);
-    * ``cold_ns`` = 0: the costs above are those the run's goroutines paid, cold or warm as
-      its blocks left their caches; a long park adds nothing.
+      ``exit_ns`` per transaction, per context switch;
+    * ``cold_ns`` = 0: the costs above are those the runs' goroutines paid, cold or warm as
+      their blocks left their caches; a long park adds nothing.
 
     Bad input is refused as :func:`profiled_run` refuses it."""
-    pr = profiled_run(run)
-    cpu, cells, runs_of = pr.cpu, pr.cells, pr.runs_of
-    flushes, txns, items = pr.flushes, pr.txns, pr.items
-    k = int(cells.inputs_per_tx.iloc[0])
-    costs = {
-        "dispatch_ns": max(0.0, cpu["flushbatch"] / flushes - go.chan_ns - go.ready_ns),
-        "flush_ns": max(0.0, (cpu["pool"] - flushes * (go.timer_ns + go.chan_ns)
-                              - items * go.done_ns - txns * go.ready_ns) / flushes),
-        "spawn_ns": max(0.0, cpu["driver"] / txns - go.chan_ns),
-        "cold_ns": 0.0,
-    }
-    # what the harness does not count, the model counts on the same cells: context switches
-    # and the worker's wakes, with the costs so far (the rest as the micro-benchmarks')
+    prs = [profiled_run(run) for run in runs]
+    k = int(prs[0].cells.inputs_per_tx.iloc[0])
+    if any(int(p.cells.inputs_per_tx.iloc[0]) != k for p in prs):
+        raise ValueError(f"{', '.join(map(str, runs))}: the profiles' cells differ in "
+                         f"inputs_per_tx")
+
+    def total(name: str) -> float:
+        return sum(p.cpu[name] for p in prs)
+
+    txns = sum(p.txns for p in prs)
+    pool = [p.cpu["pool"] - p.flushes * (go.timer_ns + go.chan_ns) - p.txns * go.ready_ns
+            for p in prs]
+    if len(prs) > 1:
+        flush_ns, done_ns = _solve([[p.flushes, p.items] for p in prs], pool)
+    else:
+        done_ns = go.done_ns
+        flush_ns = max(0.0, (pool[0] - prs[0].items * done_ns) / prs[0].flushes)
+    sampled = [p for p in prs if p.cpu["flushbatch"] > 0] or prs   # see profiled_run
+    costs = {"dispatch_ns": max(0.0, sum(p.cpu["flushbatch"] for p in sampled)
+                                / sum(p.flushes for p in sampled) - go.chan_ns - go.ready_ns),
+             "flush_ns": flush_ns, "done_ns": done_ns,
+             "spawn_ns": max(0.0, total("driver") / txns - go.chan_ns), "cold_ns": 0.0}
+    # what the harness does not count, the model counts on the same blocks: context
+    # switches, the worker's wakes and its selects that did not block
     counted = dataclasses.replace(go, **costs)
-    switches = wakes = 0.0
-    for cell in cells.itertuples():
-        sims = [simulate(case_for(cell, host, counted), replication_seed(1, r))
-                for r in range(2)]
-        runs = int(runs_of[cell.cell])
-        switches += runs * float(np.mean([r.go_switches for r in sims]))
-        wakes += runs * float(np.mean([r.go_worker_wakes for r in sims]))
-    costs["select_ns"] = cpu["worker_select"] / wakes
-    costs["put_ns"] = max(0.0, (cpu["txn"] - txns * (k + 1) * go.chan_ns
+    counts = []
+    for p in prs:
+        n = {"switches": 0.0, "worker_wakes": 0.0, "ready_selects": 0.0}
+        for cell in p.cells.itertuples():
+            sims = [simulate(case_for(cell, host, counted), replication_seed(1, r))
+                    for r in range(2)]
+            for key in n:
+                n[key] += p.runs_of[cell.cell] * float(np.mean([s.go_counts[key]
+                                                                 for s in sims]))
+        counts.append(n)
+    wakes = sum(n["worker_wakes"] for n in counts)
+    if len(prs) > 1:
+        costs["select_ns"], costs["select_ready_ns"] = _solve(
+            [[n["worker_wakes"], n["ready_selects"]] for n in counts],
+            [p.cpu["worker_select"] for p in prs])
+    else:
+        costs["select_ns"], costs["select_ready_ns"] = total("worker_select") / wakes, 0.0
+    costs["put_ns"] = max(0.0, (total("txn") - txns * (k + 1) * go.chan_ns
                                 - wakes * go.ready_ns) / (k * txns))
-    costs["switch_ns"] = max(0.0, (cpu["scheduler"] - txns * go.exit_ns) / switches)
-    return costs, {**pr.about, "switches_per_transaction": round(switches / txns, 3),
-                   "worker_wakes_per_flush": round(wakes / flushes, 3),
-                   **{f"{n}_cpu_s": round(v / 1e9, 3) for n, v in cpu.items()}}
+    costs["switch_ns"] = max(0.0, (total("scheduler") - txns * go.exit_ns)
+                             / sum(n["switches"] for n in counts))
+    about: dict[str, Any] = {"profiles": [p.about for p in prs]}
+    for p, n in zip(prs, counts, strict=True):
+        name = Path(p.about["profile"]).parent.name
+        about[name] = {"switches_per_transaction": round(float(n["switches"] / p.txns), 3),
+                       "worker_wakes_per_flush": round(float(n["worker_wakes"] / p.flushes), 3),
+                       "ready_selects_per_item": round(float(n["ready_selects"] / p.items), 3),
+                       **{f"{c}_ns_per_transaction": round(v / p.txns, 1)
+                          for c, v in p.cpu.items()}}
+    return costs, about
 
 
 def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: Path,
@@ -834,9 +878,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--go", type=Path, default=None,
                     help="a models/ file to judge instead of making one (--profile and --fit "
                          "ignored)")
-    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
-                    help="measure PROFILED costs from the harness's CPU profile of one cell "
-                         "in DIR (cpu.prof, run.toml, blocks.csv)")
+    ap.add_argument("--profile", type=Path, nargs="+", default=None, metavar="DIR",
+                    help="measure PROFILED costs from the harness's CPU profiles of the runs "
+                         "in DIR... (each: cpu.prof, run.toml, blocks.csv)")
     ap.add_argument("--fit", action="store_true",
                     help="fit the FIT_COSTS not measured by --profile on the fit cells")
     ap.add_argument("--out", type=Path, default=None, help="write the [go] model here")
@@ -877,7 +921,8 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as e:
                 ap.error(f"--profile {e}")
             go = dataclasses.replace(go, **costs)
-            measured.update(dict.fromkeys(costs, f"{args.profile}/cpu.prof"))
+            measured.update(dict.fromkeys(costs, " ".join(f"{d}/cpu.prof"
+                                                          for d in args.profile)))
             print("measured: " + ", ".join(f"{k} = {v:.0f}" for k, v in costs.items())
                   + f" ({about})")
         names = tuple(n for n in FIT_COSTS if n not in measured) if args.fit else ()

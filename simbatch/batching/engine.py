@@ -54,7 +54,7 @@ Frames: ``items``, ``txns``, ``batches`` (columns in :mod:`simbatch.batching.rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Union
 
 import numpy as np
@@ -117,11 +117,11 @@ class BatchRun(Run):
     recorder: Recorder = None  # type: ignore[assignment]
     end_s: float = 0.0
     go_cpu_s: float = 0.0
-    go_switches: int = 0
-    """Context switches of the client's goroutines (``[go]`` on; 0 otherwise)."""
-    go_worker_wakes: int = 0
-    """Of those, switches to go-batcher's worker: each a wake from its blocking ``select``
-    (or from a hand-off it waited on)."""
+    go_counts: dict[str, int] = field(default_factory=dict)
+    """Operations of the client's goroutines that the harness cannot count (``[go]`` on;
+    empty otherwise): ``switches`` (context switches), ``worker_wakes`` (switches to
+    go-batcher's worker: each a wake from its blocking ``select`` or from a hand-off it
+    waited on), ``ready_selects`` (the worker's ``select`` done without blocking)."""
 
     @property
     def block_time_s(self) -> float:
@@ -199,8 +199,9 @@ def _simulate_go(case: Case, seed: int, env: simpy.Environment, recorder: Record
     except ConfigError as exc:          # a cycle timer that would not let the run end
         raise exc.under("batcher") from None
     return BatchRun(case=case, seed=seed, recorder=recorder, end_s=block.end_s,
-                    go_cpu_s=sched.busy_s, go_switches=sched.switches,
-                    go_worker_wakes=block.worker_wakes)
+                    go_cpu_s=sched.busy_s,
+                    go_counts={"switches": sched.switches, "worker_wakes": block.worker_wakes,
+                               "ready_selects": block.ready_selects})
 
 
 # ---------------------------------------------------------------------------- metrics

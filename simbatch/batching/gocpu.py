@@ -52,6 +52,13 @@ runtime of ``src/runtime``):
     takes itself off the others), beyond the hand-off its sender pays (``chan_ns +
     ready_ns``). Measured from the same profile; v1.1.0's select is not measured and costs
     nothing here;
+``select_ready_ns``
+    each time go-batcher v2's worker's ``select`` finds a case ready and does not block
+    (drain off: every item after the first of a wake-up; drain on: a cycle that starts with
+    items waiting; a timer already fired), beyond the receive's ``chan_ns``: ``selectgo``
+    shuffles and locks the cases and polls each. Measured from a CPU profile of a drain-off
+    cell, where each item but the first of a wake-up passes there; v1.1.0's is not measured
+    and costs nothing here;
 ``alloc_ns``, ``alloc_kib_ns``
     a new batch slice, when go-batcher's slice pool has none to give (``sync.Pool``'s
     ``New``: ``make([]*T, 0, size)``, 8 bytes per slot): ``alloc_ns`` plus
@@ -62,7 +69,8 @@ runtime of ``src/runtime``):
 ``timer_ns``
     arming or stopping a timer (``timer.Reset``, ``time.Sleep``);
 ``done_ns``
-    the flush callback's work per item it completes (``wg.Done``);
+    the flush callback's work per item it completes (``wg.Done``, and whatever the
+    callback records per item: the harness writes each item's completion time);
 ``flush_cpu``
     the flush callback's service time is CPU on a processor (a CPU-bound callback, the
     harness's spin flush) rather than a wait;
@@ -83,8 +91,8 @@ one CPU after it wakes an idle processor's (``packed_us``).
 
 The costs of ``models/gobatcher-loopback.toml`` were measured on this project's machine:
 the runtime's operations by ``validate/gobatcher -costs`` (micro-benchmarks), each
-goroutine's own work (``spawn_ns``, ``switch_ns``, ``put_ns``, ``flush_ns``,
-``dispatch_ns``, ``select_ns``) from a CPU profile of one harness cell
+goroutine's own work (``spawn_ns``, ``switch_ns``, ``put_ns``, ``flush_ns``, ``done_ns``,
+``dispatch_ns``, ``select_ns``, ``select_ready_ns``) from CPU profiles of two harness cells
 (``validate/calibrate_gobatcher.py --profile``). None is fitted to block times.
 ``[go] model = "../models/gobatcher-loopback.toml"`` loads them.
 """
@@ -96,8 +104,8 @@ from typing import Annotated
 from ..core.config import Bool, Float, NonNeg, PosInt, at, config
 
 COSTS = ("spawn_ns", "exit_ns", "switch_ns", "cold_ns", "ready_ns", "wakep_ns", "chan_ns",
-         "put_ns", "item_ns", "flush_ns", "dispatch_ns", "select_ns", "alloc_ns", "alloc_kib_ns",
-         "timer_ns", "done_ns")
+         "put_ns", "item_ns", "flush_ns", "dispatch_ns", "select_ns", "select_ready_ns",
+         "alloc_ns", "alloc_kib_ns", "timer_ns", "done_ns")
 
 
 @config
@@ -110,7 +118,7 @@ class GoConfig:
         Processors (``GOMAXPROCS``) the client's goroutines run on; ``None`` = the client's
         CPU is not modelled (the default).
     spawn_ns, exit_ns, switch_ns, cold_ns, ready_ns, wakep_ns, chan_ns, put_ns, item_ns, \
-flush_ns, dispatch_ns, select_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
+flush_ns, dispatch_ns, select_ns, select_ready_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
         CPU per operation, nanoseconds (see the module docstring).
     flush_cpu : bool
         The flush callback's service time is CPU on a processor.
@@ -136,6 +144,7 @@ flush_ns, dispatch_ns, select_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : fl
     flush_ns: NonNeg = 600.0
     dispatch_ns: NonNeg = 0.0
     select_ns: NonNeg = 0.0
+    select_ready_ns: NonNeg = 0.0
     alloc_ns: NonNeg = 0.0
     alloc_kib_ns: NonNeg = 0.0
     timer_ns: NonNeg = 100.0
