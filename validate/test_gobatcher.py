@@ -105,13 +105,13 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # this VM on a quiet machine; the model's costs measured, none fitted, so every cell is a
 # prediction: `python -m validate.calibrate_gobatcher --run validate/gobatcher/data/full9 --go
 # models/gobatcher-loopback.toml --reps 15`): full9, each GOMAXPROCS 2 run packed as long as
-# its measured block waited, within 15 % on 94.2 % of the 998 cells, worst 7.29x, the
+# its measured block waited, within 15 % on 95.5 % of the 998 cells, worst 6.75x, the
 # GOMAXPROCS 1 : 2 ratio within 15 % on 92 % of 499 pairs, 5 of 24 composition cells off by
-# more than 20 points (full6: 93.9 %, 4.18x, 88 %, 5; full3: 91.1 %, 8.12x, 86 %, 8). The real
+# more than 20 points (full6: 94.7 %, 4.15x, 88 %, 4; full3: 91.2 %, 4.26x, 86 %, 8). The real
 # go-batcher misses the worst-cell figure against itself: four other full grids judged against
 # full9 as if they were predictions give 94.5-96.3 % within 15 %, worst 2.56-6.80x, 0-2
 # composition cells off (`--repeat`); against the range of the five runs' medians the model
-# is within 15 % on 98.5 % of the cells and beyond 1.5x on 1. The worst cells are drain mode
+# is within 15 % on 98.6 % of the cells and beyond 1.5x on 1. The worst cells are drain mode
 # with a CPU-burning flush at GOMAXPROCS 2 and a pool of 4, where the real blocks collapse
 # into a few large flushes in some runs and not in others (data/README.md). On a quiet machine
 # the small grid measured in the job can meet the ratio figure and sometimes the first (88.7 %
