@@ -34,7 +34,9 @@ runtime of ``src/runtime``):
     one channel operation that neither blocks nor wakes (a buffered send or receive, a
     ``select`` poll, errgroup's semaphore);
 ``put_ns``
-    go-batcher's ``Put`` beyond its channel send (``enqueue``: the metrics hook, the select);
+    go-batcher's ``Put`` beyond its channel send (``enqueue``: the metrics hook, the select),
+    with the rest of the transaction's own CPU spread over its Puts (measured as a
+    transaction goroutine's CPU per Put: the harness's clock reads and wait group included);
 ``item_ns``
     the worker's work per item received (``appendItems``);
 ``flush_ns``
