@@ -769,10 +769,10 @@ def costs_from_profile(runs: Sequence[Path], go: GoConfig, host: HostConfig
       less each flush's sleep ``timer_ns`` and next receive ``chan_ns`` and ``ready_ns`` per
       transaction woken, per flush and per item completed -- with two profiles or more whose
       flushes carry different numbers of items (non-negative least squares); with one,
-      ``done_ns`` stays ``go``'s;
+      ``done_ns`` stays ``go``'s and is not returned;
     * ``select_ns`` and ``select_ready_ns``: the worker's own ``selectgo`` (``-peek``) per
       wake from a blocking ``select`` and per ``select`` that found a case ready, the same
-      way (with one profile, all of it per wake);
+      way (with one profile, ``select_ready_ns`` stays ``go``'s and is not returned);
     * ``put_ns``: the transactions' goroutines (errgroup's closure) per ``Put``, less
       ``chan_ns`` per ``Put`` and for the semaphore's release, and ``ready_ns`` per wake of
       the worker;
@@ -798,14 +798,16 @@ def costs_from_profile(runs: Sequence[Path], go: GoConfig, host: HostConfig
             for p in prs]
     if len(prs) > 1:
         flush_ns, done_ns = _solve([[p.flushes, p.items] for p in prs], pool)
-    else:
+    else:                           # one mix of items per flush: done_ns stays go's
         done_ns = go.done_ns
         flush_ns = max(0.0, (pool[0] - prs[0].items * done_ns) / prs[0].flushes)
     sampled = [p for p in prs if p.cpu["flushbatch"] > 0] or prs   # see profiled_run
     costs = {"dispatch_ns": max(0.0, sum(p.cpu["flushbatch"] for p in sampled)
                                 / sum(p.flushes for p in sampled) - go.chan_ns - go.ready_ns),
-             "flush_ns": flush_ns, "done_ns": done_ns,
+             "flush_ns": flush_ns,
              "spawn_ns": max(0.0, total("driver") / txns - go.chan_ns), "cold_ns": 0.0}
+    if len(prs) > 1:
+        costs["done_ns"] = done_ns
     # what the harness does not count, the model counts on the same blocks: context
     # switches, the worker's wakes and its selects that did not block
     counted = dataclasses.replace(go, **costs)
@@ -824,8 +826,10 @@ def costs_from_profile(runs: Sequence[Path], go: GoConfig, host: HostConfig
         costs["select_ns"], costs["select_ready_ns"] = _solve(
             [[n["worker_wakes"], n["ready_selects"]] for n in counts],
             [p.cpu["worker_select"] for p in prs])
-    else:
-        costs["select_ns"], costs["select_ready_ns"] = total("worker_select") / wakes, 0.0
+    else:                           # one mix of wakes and ready selects: the latter stays go's
+        ready = sum(n["ready_selects"] for n in counts)
+        costs["select_ns"] = max(0.0, (total("worker_select") - ready * go.select_ready_ns)
+                                 / wakes)
     costs["put_ns"] = max(0.0, (total("txn") - txns * (k + 1) * go.chan_ns
                                 - wakes * go.ready_ns) / (k * txns))
     costs["switch_ns"] = max(0.0, (total("scheduler") - txns * go.exit_ns)
