@@ -96,6 +96,7 @@ from typing import Any
 
 import numpy as np
 import simpy
+from simpy.core import NORMAL
 
 from .gocpu import GoConfig
 from .hosttiming import HostTiming
@@ -185,6 +186,28 @@ class Timer:
         return self.when < other.when
 
 
+class _Pump:
+    """A SimPy queue entry that runs the scheduler's own events.
+
+    The scheduler keeps its events (runs' ends, wake-ups, timers' polls) in its own heap,
+    keyed as SimPy keys a timeout -- time, then an id from the environment's counter -- so
+    the run's order is exactly what one SimPy timeout per event would give, at a fraction
+    of the cost: while both processors are busy they end a run every ``SHARED_QUANTUM_NS``.
+    One ``_Pump`` sits in SimPy's queue at the key of the scheduler's earliest event; when
+    SimPy reaches it, the scheduler runs its events in key order, moving the environment's
+    clock to each, until SimPy's next event comes first, and leaves a new ``_Pump`` for the
+    rest. This reaches into SimPy 4's ``Environment`` (``_queue``: ``(time, priority, id,
+    event)``; ``_eid``; ``_now``), as ``Environment.schedule`` and ``step`` do."""
+
+    __slots__ = ("callbacks", "_ok", "key")
+
+    def __init__(self, pump: Callable[[tuple[float, int]], None],
+                 key: tuple[float, int]) -> None:
+        self.callbacks = [lambda _ev: pump(key)]
+        self._ok = True
+        self.key = key
+
+
 class Scheduler:
     """Runs goroutines on ``config.gomaxprocs`` processors (see the module docstring).
 
@@ -217,6 +240,10 @@ class Scheduler:
         self._spinning = 0
         self._running = 0
         self._timers: list[Timer] = []
+        self._q: list[tuple[Any, ...]] = []       # (when, id, callback, args): see _Pump
+        self._pump_at: tuple[float, int] | None = None
+        self._pumping = False
+        self._pumps: set[tuple[float, int]] = set()    # keys of _Pumps in SimPy's queue
 
         self._packed_until = -1.0        # set at the run's first wakep ([host] packed_us)
         self._poll_gen = 0
@@ -318,7 +345,7 @@ class Scheduler:
             p = self._idle.popleft()
             self._runqput(p, g)
             self._begin(p)
-            self._at(self.now, lambda: self._schedule(p))
+            self._at(self.now, self._schedule, p)
         else:
             self._global.append(g)
 
@@ -355,13 +382,70 @@ class Scheduler:
         self._at(now + SYSMON_PERIOD_S, self._sysmon)
 
     # ---------------------------------------------------------------- time
-    def _at(self, when: float, callback: Callable[[], None]) -> None:
-        event = self.env.timeout(max(0.0, when - self.env.now))
-        event.callbacks.append(lambda _ev: self._event(callback))
+    def _at(self, when: float, callback: Callable[..., None], *args: Any) -> None:
+        """``callback(*args)`` at ``when``, in the order a SimPy timeout made now would have
+        (see :class:`_Pump`)."""
+        env = self.env
+        now = env._now
+        if when > now:
+            now += when - now               # as SimPy adds a timeout's delay
+        eid = next(env._eid)
+        heapq.heappush(self._q, (now, eid, callback, args))
+        if not self._pumping:
+            key = (now, eid)
+            if self._pump_at is None or key < self._pump_at:
+                self._pump_for(key)
 
-    def _event(self, callback: Callable[[], None]) -> None:
-        self.now = self.env.now
-        callback()
+    def _pump_for(self, key: tuple[float, int]) -> None:
+        self._pump_at = key
+        if key not in self._pumps:      # one superseded earlier may wait at this key still
+            self._pumps.add(key)
+            simq: list[Any] = self.env._queue         # SimPy's own entries are Events
+            heapq.heappush(simq, (key[0], NORMAL, key[1], _Pump(self._pump, key)))
+
+    def _sim_head(self) -> tuple[Any, ...] | None:
+        """SimPy's next event, after dropping superseded :class:`_Pump` entries."""
+        simq = self.env._queue
+        while simq:
+            head = simq[0]
+            ev = head[3]
+            if type(ev) is not _Pump or ev.key == self._pump_at:
+                return head
+            heapq.heappop(simq)
+            self._pumps.discard(ev.key)
+        return None
+
+    def _sim_time(self) -> float:
+        """When SimPy's next event happens (seconds; infinite if none)."""
+        head = self._sim_head()
+        return head[0] if head is not None else math.inf
+
+    def _pump(self, key: tuple[float, int]) -> None:
+        """Run the scheduler's events due before SimPy's next one (see :class:`_Pump`)."""
+        self._pumps.discard(key)
+        if key != self._pump_at:
+            return                          # superseded by an earlier event's pump
+        self._pump_at = None
+        self._pumping = True
+        env, q = self.env, self._q
+        simq = env._queue
+        pop = heapq.heappop
+        try:
+            while q:
+                head = q[0]
+                if simq:
+                    nxt = simq[0]
+                    if type(nxt[3]) is _Pump:           # superseded while pumping
+                        nxt = self._sim_head()
+                    if nxt is not None and nxt < (head[0], NORMAL, head[1]):
+                        break
+                pop(q)
+                env._now = self.now = head[0]
+                head[2](*head[3])
+        finally:
+            self._pumping = False
+        if q:
+            self._pump_for((q[0][0], q[0][1]))
 
     def timer(self, d_s: float, fire: Callable[[P], None]) -> Timer:
         """A runtime timer (``time.Timer``, ``time.Sleep``) of ``d_s`` from now;
@@ -398,7 +482,7 @@ class Scheduler:
             wake = max(t.when, self.now) + self.host.config.timer_overshoot_us * 1e-6
         self._poll_for = t.when
         gen = self._poll_gen
-        self._at(wake, lambda: self._poll_woke(gen))
+        self._at(wake, self._poll_woke, gen)
 
     def _poll_woke(self, gen: int) -> None:
         if gen != self._poll_gen:
@@ -459,7 +543,7 @@ class Scheduler:
         p = self._idle.popleft()
         self._to_waking(p)
         self._spinning += 1
-        self._at(self.now + self.host.wake_s(), lambda: self._spin(p))
+        self._at(self.now + self.host.wake_s(), self._spin, p)
 
     def _spin(self, p: P) -> None:
         """A woken thread looks for work (``findRunnable`` while spinning)."""
@@ -475,8 +559,7 @@ class Scheduler:
             return
         victim = self._runnext_victim(p)
         if victim is not None:                     # runqgrab: back off, then steal runnext
-            self._at(self.now + self.host.backoff_s(),
-                     lambda: self._steal_next(p, victim))
+            self._at(self.now + self.host.backoff_s(), self._steal_next, p, victim)
             return
         self._spinning -= 1
         self._go_idle(p)
@@ -547,15 +630,13 @@ class Scheduler:
         if victim is not None and not self._spinning:
             self._spinning += 1
             self._to_waking(p)
-            self._at(self.now + self.host.backoff_s(),
-                     lambda: self._steal_next(p, victim))
+            self._at(self.now + self.host.backoff_s(), self._steal_next, p, victim)
             return
         self._go_idle(p)
 
     def _run(self, p: P, g: G, switched: bool) -> None:
         """Run ``g`` on ``p`` until it blocks, ends or has used a quantum; then, at the end
         of that CPU, continue it or schedule the next goroutine."""
-        env = self.env
         while True:
             p.g = g
             g.p = p
@@ -600,8 +681,9 @@ class Scheduler:
             end = self.now + cost * 1e-9
             if self._stalls:
                 end += self._stall_s(p, cost)
-            if status == _SYNCED or end >= env.peek():
-                self._at(end, lambda: self._after(p, g, status))
+            q = self._q
+            if status == _SYNCED or (q and end >= q[0][0]) or end >= self._sim_time():
+                self._at(end, self._after, p, g, status)
                 return
             self.now = end                             # run ahead: nothing happens before
             if status == _CONT:
