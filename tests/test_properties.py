@@ -190,3 +190,42 @@ def test_same_seed_gives_identical_frames_with_the_cpu_on(case, seed):
     a, b = simulate(case, seed).frames(), simulate(case, seed).frames()
     for name in a:
         pd.testing.assert_frame_equal(a[name], b[name])
+
+
+def _with_one_timeout_per_event():
+    """The scheduler as it was before its event heap: each of its events a SimPy timeout."""
+    from simbatch.batching.scheduler import Scheduler
+
+    class TimeoutScheduler(Scheduler):
+        def _at(self, when, callback, *args):
+            event = self.env.timeout(max(0.0, when - self.env.now))
+            event.callbacks.append(lambda _ev: self._fired(callback, args))
+
+        def _fired(self, callback, args):
+            self.now = self.env.now
+            callback(*args)
+
+        def _sim_time(self):
+            return self.env.peek()
+
+    return TimeoutScheduler
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=go_cases(), seed=st.integers(0, 2**32 - 1))
+def test_the_scheduler_s_event_heap_runs_events_in_simpy_s_order(case, seed):
+    # the heap must give exactly the run that one SimPy timeout per event gives, service
+    # calls' SimPy events interleaved with the scheduler's included
+    import pytest
+
+    from simbatch.batching import engine
+
+    heap = simulate(case, seed)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "Scheduler", _with_one_timeout_per_event())
+        timeouts = simulate(case, seed)
+    assert (heap.end_s, heap.go_cpu_s, heap.go_counts) == (
+        timeouts.end_s, timeouts.go_cpu_s, timeouts.go_counts)
+    a, b = heap.frames(), timeouts.frames()
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name])

@@ -77,8 +77,9 @@ goroutine on a processor lasts until it blocks, has used ``QUANTUM_NS``
 while another processor is idle or looking for work (which may steal it); its effects
 (channel operations, goroutines it readies, records) happen at the run's start and the
 processor is then busy for the run's CPU. When a processor's next run starts before any
-other pending event, it runs at once without a SimPy event ("run ahead"), which keeps a
-block of a million inputs fast. A run that ``sysmon`` preempts ends where the model's run
+other pending event, it runs at once without an event ("run ahead"), which keeps a block of
+a million inputs fast; the scheduler's other events are kept in its own heap, in SimPy's
+order (:class:`_Pump`). A run that ``sysmon`` preempts ends where the model's run
 ends (after a CPU-burning flush's whole spin, not inside it). ``sysmon`` samples every
 10 ms from a random phase; while every processor is idle it sleeps, and it samples again
 when one starts (in Go it sleeps until the next timer, which is when a processor starts, or
