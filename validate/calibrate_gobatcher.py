@@ -506,11 +506,13 @@ class Verdict:
     share_rows: pd.DataFrame
     procs_ok: bool
     procs_rows: pd.DataFrame
+    flushes_cover: float = 1.0  # share of predicted cells whose runs' flush counts span the
+    flushes_overlap: float = 1.0  # measured blocks' min..max (cover) or meet it (overlap)
 
     @property
     def holds(self) -> bool:
         return (self.within >= 0.90 and self.worst <= WORST and self.shares_ok
-                and self.procs_ok)
+                and self.procs_ok and self.flushes_cover == 1.0)
 
     @property
     def procs_within(self) -> float:
@@ -524,7 +526,27 @@ class Verdict:
         return (f"within {TOLERANCE:.0%} on {self.within:.1%} of {self.n_cells} cells, worst "
                 f"{self.worst:.2f}x, composition {int(_shares_off(self.share_rows).sum())} of "
                 f"{len(self.share_rows)} cells > {SHARE_POINTS * 100:.0f} points off, "
-                f"1 : 2 ratio within {RATIO_TOLERANCE:.0%} on {self.procs_within:.0%}")
+                f"1 : 2 ratio within {RATIO_TOLERANCE:.0%} on {self.procs_within:.0%}, "
+                f"flush counts cover the measured range on {self.flushes_cover:.0%}")
+
+
+def covers(rows: pd.DataFrame) -> pd.Series:
+    """Per row: the model's runs' flush counts span the measured blocks' (min and max)."""
+    return pd.Series([p[0] <= m[0] and p[2] >= m[2]
+                      for m, p in zip(rows.meas_flushes, rows.pred_flushes)],
+                     index=rows.index, dtype=bool)
+
+
+def flush_ranges(table: pd.DataFrame) -> tuple[float, float]:
+    """Over the predicted cells: the share whose runs' flush counts (min..max) cover the
+    measured blocks' min..max (:func:`covers`), and the share whose two ranges meet at all
+    (1.0 for a table without flush counts: nothing to judge)."""
+    pred = table[~table.fit]
+    if not len(pred) or "meas_flushes" not in pred.columns:
+        return 1.0, 1.0
+    meet = [p[0] <= m[2] and p[2] >= m[0] for m, p in zip(pred.meas_flushes,
+                                                           pred.pred_flushes)]
+    return float(covers(pred).mean()), float(np.mean(meet))
 
 
 def _shares_off(shares: pd.DataFrame) -> pd.Series:
@@ -564,9 +586,11 @@ def judge(table: pd.DataFrame, sizes: tuple[int, ...] = (16, 64),
     procs_pred = procs[~procs.fit]
     procs_ok = bool((procs_pred.error.abs() <= RATIO_TOLERANCE).mean() >= 0.90) \
         if len(procs_pred) else True
+    cover, overlap = flush_ranges(table)
     return Verdict(within=float((abs(ratio - 1) <= TOLERANCE).mean()) if len(pred) else 1.0,
                    worst=worst, n_cells=len(pred), shares_ok=share_ok, share_rows=shares,
-                   procs_ok=procs_ok, procs_rows=procs)
+                   procs_ok=procs_ok, procs_rows=procs, flushes_cover=cover,
+                   flushes_overlap=overlap)
 
 
 # ------------------------------------------------------------------ report
@@ -608,6 +632,9 @@ def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
     print(f"\nGOMAXPROCS 1 : 2 block-time ratio, {len(procs)} cell pairs: within "
           f"{RATIO_TOLERANCE:.0%} on {verdict.procs_within:.0%} "
           f"(median |error| {procs.error.abs().median():.1%})", file=out)
+    print(f"Flush counts, {verdict.n_cells} cells not used for fitting: the model's runs "
+          f"cover the measured blocks' range on {verdict.flushes_cover:.1%}, meet it on "
+          f"{verdict.flushes_overlap:.1%}", file=out)
     print(f"Median block time, {verdict.n_cells} cells not used for fitting: within "
           f"{TOLERANCE:.0%} on {verdict.within:.1%}, worst {verdict.worst:.2f}x "
           f"(goal >= 90 %, <= {WORST}x)", file=out)

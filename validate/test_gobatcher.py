@@ -33,6 +33,7 @@ from validate.calibrate_gobatcher import (
     ROOT,
     cells_of,
     compare,
+    covers,
     go_from_file,
     host_from_probes,
     is_fit_cell,
@@ -107,13 +108,15 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # models/gobatcher-loopback.toml --reps 15`): full9, each GOMAXPROCS 2 run packed as long as
 # its measured block waited, within 15 % on 95.5 % of the 998 cells, worst 6.75x, the
 # GOMAXPROCS 1 : 2 ratio within 15 % on 92 % of 499 pairs, 5 of 24 composition cells off by
-# more than 20 points (full6: 94.7 %, 4.15x, 88 %, 4; full3: 91.2 %, 4.26x, 86 %, 8). The real
+# more than 20 points, the runs' flush counts covering the measured range on 74.6 % of the
+# cells (full6: 94.7 %, 4.15x, 88 %, 4, 76.7 %; full3: 91.2 %, 4.26x, 86 %, 8). The real
 # go-batcher misses the worst-cell figure against itself: four other full grids judged against
 # full9 as if they were predictions give 94.5-96.3 % within 15 %, worst 2.56-6.80x, 0-2
-# composition cells off (`--repeat`); against the range of the five runs' medians the model
-# is within 15 % on 98.6 % of the cells and beyond 1.5x on 1. The worst cells are drain mode
-# with a CPU-burning flush at GOMAXPROCS 2 and a pool of 4, where the real blocks collapse
-# into a few large flushes in some runs and not in others (data/README.md). On a quiet machine
+# composition cells off, flush counts covering on 81-82 % (`--repeat`); against the range of
+# the five runs' medians the model is within 15 % on 98.6 % of the cells and beyond 1.5x on 1.
+# The worst cells are drain mode with a CPU-burning flush at GOMAXPROCS 2 and a pool of 4,
+# where the real blocks collapse into a few large flushes in some runs and not in others
+# (data/README.md). On a quiet machine
 # the small grid measured in the job can meet the ratio figure and sometimes the first (88.7 %
 # within 15 %, worst 1.85x, ratio 90 % in a run at b35601f). Measured in this job, so not
 # strict.
@@ -143,26 +146,22 @@ def test_gomaxprocs_one_to_two_ratio_within_15_percent(judged):
     assert verdict.procs_ok, verdict.procs_rows
 
 
-def _covers(rows: pd.DataFrame) -> pd.Series:
-    """The predicted runs' flush counts span the measured runs' (min and max)."""
-    return rows.apply(lambda r: r.pred_flushes[0] <= r.meas_flushes[0]
-                      and r.pred_flushes[2] >= r.meas_flushes[2], axis=1)
-
-
 def test_flush_counts_cover_the_measured_range_where_drain_is_off(judged):
     # drain off, a block's batches are nearly the same in every run, measured and predicted;
-    # the recorded full grid: 98 % of 550 cells covered, medians equal on 99 %
+    # full9: 99.7 % of 574 cells covered (full6: 99.5 %)
     _, table, _ = judged
     fixed = table[~table.drain]
-    assert _covers(fixed).mean() >= 0.9
+    assert covers(fixed).mean() >= 0.9
 
 
 @SHORT
 def test_flush_counts_cover_the_measured_range_where_drain_is_on(judged):
-    # the recorded full grid: the ranges overlap on 82 % of 424 drain cells, the measured
-    # median lies in the predicted range on 66 %, covered on fewer
+    # full9: of 424 drain cells, the ranges meet on 90.3 %, the measured median lies in the
+    # predicted range on 76.9 %, covered on 40.8 % (full6: 91.5, 75.9, 45.8 %); nearly every
+    # miss is a cell whose measured blocks sometimes collapse into fewer flushes than any of
+    # the model's runs
     _, table, _ = judged
-    assert _covers(table[table.drain]).mean() >= 0.9
+    assert covers(table[table.drain]).mean() >= 0.9
 
 
 # ------------------------------------------------------------------ on the recorded run
@@ -403,6 +402,24 @@ def test_a_second_run_is_scored_as_a_prediction_would_be():
     assert verdict.within == 0.5 and verdict.worst == 2.0 and not verdict.shares_ok
     # a cell the second run lacks is left out, not compared with nothing
     assert list(compare_runs(one, two.iloc[:1]).cell) == [one.cell[0]]
+
+
+def test_flush_counts_are_judged_by_whether_the_runs_cover_the_measured_range():
+    from validate.calibrate_gobatcher import compare_runs, flush_ranges
+
+    table = pd.DataFrame({
+        "fit": [False, False, False, True],
+        # measured 2..64 flushes: the model's 9..64 meets it but misses the collapsed blocks
+        "meas_flushes": [(2, 34, 64), (16, 16, 16), (3, 20, 40), (1, 1, 1)],
+        "pred_flushes": [(9, 63, 64), (16, 16, 16), (1, 25, 50), (64, 64, 64)],
+    })
+    # the fit cell (last) is left out; the second and third cover theirs
+    assert flush_ranges(table) == (2 / 3, 1.0)
+    one = cells_of(_blocks({"p1/a": [2.0, 2.0]}))
+    two = cells_of(_blocks({"p1/a": [2.0, 2.0]}, flushes=1))
+    verdict = judge(compare_runs(one, two))
+    assert (verdict.flushes_cover, verdict.flushes_overlap) == (0.0, 0.0)
+    assert not verdict.holds and "cover the measured range on 0%" in verdict.summary()
 
 
 def test_the_model_is_judged_against_the_range_of_the_runs_medians():
