@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -216,8 +217,6 @@ def _with_one_timeout_per_event():
 def test_the_scheduler_s_event_heap_runs_events_in_simpy_s_order(case, seed):
     # the heap must give exactly the run that one SimPy timeout per event gives, service
     # calls' SimPy events interleaved with the scheduler's included
-    import pytest
-
     from simbatch.batching import engine
 
     heap = simulate(case, seed)
