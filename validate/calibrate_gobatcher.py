@@ -506,8 +506,10 @@ class Verdict:
     share_rows: pd.DataFrame
     procs_ok: bool
     procs_rows: pd.DataFrame
-    flushes_cover: float = 1.0  # share of predicted cells whose runs' flush counts span the
-    flushes_overlap: float = 1.0  # measured blocks' min..max (cover) or meet it (overlap)
+    # shares of predicted cells whose runs' flush counts span the measured blocks' min..max
+    # (cover) or meet it at all (overlap): flush_ranges
+    flushes_cover: float = 1.0
+    flushes_overlap: float = 1.0
 
     @property
     def holds(self) -> bool:
