@@ -128,6 +128,24 @@ def test_same_seed_gives_identical_frames(case, seed):
         pd.testing.assert_frame_equal(a[name], b[name])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(), seed=st.integers(0, 2**32 - 1))
+def test_a_transaction_s_puts_in_one_step_give_the_run_of_one_put_at_a_time(case, seed):
+    # the producers hand a transaction's items over in one step when none of them blocks
+    # (Channel.fits); refusing that path always must change nothing: small queues (size x
+    # queue_factor) make both paths occur
+    from simbatch.batching.channel import Channel
+
+    bulk = simulate(case, seed)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Channel, "fits", lambda self, k: False)
+        one_by_one = simulate(case, seed)
+    assert bulk.end_s == one_by_one.end_s
+    a, b = bulk.frames(), one_by_one.frames()
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name], check_exact=True)
+
+
 # ------------------------------------------------------------------ with the client's CPU on
 @st.composite
 def go_cases(draw):
@@ -227,4 +245,4 @@ def test_the_scheduler_s_event_heap_runs_events_in_simpy_s_order(case, seed):
         timeouts.end_s, timeouts.go_cpu_s, timeouts.go_counts)
     a, b = heap.frames(), timeouts.frames()
     for name in a:
-        pd.testing.assert_frame_equal(a[name], b[name])
+        pd.testing.assert_frame_equal(a[name], b[name], check_exact=True)

@@ -66,6 +66,23 @@ class Channel:
         self._senders.append((item, event))
         return event
 
+    def fits(self, k: int) -> bool:
+        """``k`` sends in a row would all be buffered at once, none blocking."""
+        return len(self.items) + k <= self.capacity and not self._senders
+
+    def put_many(self, items: range) -> None:
+        """What a :meth:`put` of each of ``items`` in turn does when they :meth:`fits`, in
+        one step."""
+        if not items:
+            return
+        self.items.extend(items)
+        on_enqueue = self._on_enqueue
+        if on_enqueue is not None:
+            now = self.env.now
+            for item in items:
+                on_enqueue(item, now)
+        self.wake_receiver()
+
     def take(self) -> int:
         """Non-blocking receive; the caller checks ``len(channel)`` first."""
         item = self.items.popleft()

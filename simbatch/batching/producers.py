@@ -116,8 +116,9 @@ class Producers:
         self._counts = counts.astype(np.int64).tolist()
         n_items = int(sum(self._counts))
         ks = workload.key_space
-        self._keys = (rngs["keys"].integers(0, ks, n_items).tolist() if ks
-                      else list(range(n_items)))
+        # an item's key by its index (Recorder.new_items slices them)
+        self._keys = array("q", rngs["keys"].integers(0, ks, n_items).tolist() if ks
+                           else range(n_items))
         self._rng_arrivals = rngs["arrivals"]
         self._remaining = array("q")
         self._waiters: dict[int, simpy.Event] = {}
@@ -157,18 +158,22 @@ class Producers:
 
     def _closed_loop(self):
         n = self.workload.n_transactions
-        rec, put, keys = self.recorder, self.batcher.put, self._keys
+        env, rec, keys = self.env, self.recorder, self._keys
+        put, ch = self.batcher.put, self.batcher.channel
         while self._next < n:
             txn, k = self._begin()
             if k == 0:
                 continue
-            done = self.env.event()
+            done = env.event()
             self._waiters[txn] = done
-            for _ in range(k):
-                item = rec.new_item(txn, self.env.now, keys[len(rec.item_txn)])
-                blocked = put(item)
-                if blocked is not None:
-                    yield blocked
+            if ch.fits(k):       # the transaction's Puts in one step: none of them blocks
+                ch.put_many(rec.new_items(txn, k, env.now, keys))
+            else:
+                for _ in range(k):
+                    item = rec.new_item(txn, env.now, keys[len(rec.item_txn)])
+                    blocked = put(item)
+                    if blocked is not None:
+                        yield blocked
             yield done
 
     def _open_loop(self):
@@ -178,12 +183,16 @@ class Producers:
             gaps = self._rng_arrivals.exponential(1.0 / wl.rate_per_s, n).tolist()
         else:
             gaps = [1.0 / wl.rate_per_s] * n
-        rec, put, keys = self.recorder, self.batcher.put, self._keys
+        env, rec, keys = self.env, self.recorder, self._keys
+        put, ch = self.batcher.put, self.batcher.channel
         for gap in gaps:
-            yield self.env.timeout(gap)
+            yield env.timeout(gap)
             txn, k = self._begin()
+            if ch.fits(k):
+                ch.put_many(rec.new_items(txn, k, env.now, keys))
+                continue
             for _ in range(k):
-                put(rec.new_item(txn, self.env.now, keys[len(rec.item_txn)]))
+                put(rec.new_item(txn, env.now, keys[len(rec.item_txn)]))
         if wl.close_after_last:
             self.batcher.close()
 

@@ -32,6 +32,7 @@ A run's frames (:meth:`simbatch.core.engine.Run.frames`) also carry ``scenario``
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -67,6 +68,7 @@ class Recorder:
         self.txn_start = array("d")
         self.txn_end = array("d")
         self._trigger_code = {t: i for i, t in enumerate(TRIGGERS)}
+        self._blank: dict[int, tuple[array, array]] = {}   # new_items' unset fields
 
     # ------------------------------------------------------------- during the run
     def new_txn(self, n_inputs: int, now: float) -> int:
@@ -82,6 +84,21 @@ class Recorder:
         self.item_batch.append(-1)
         self.item_key.append(key)
         return len(self.item_txn) - 1
+
+    def new_items(self, txn: int, k: int, now: float, keys: Sequence[int]) -> range:
+        """``k`` items of ``txn`` put at ``now``, their keys the next ``k`` of ``keys``
+        (indexed by item): what ``k`` calls of :meth:`new_item` record, in one step (an
+        ``array('q')`` of keys is the fast one)."""
+        first = len(self.item_txn)
+        blank = self._blank.get(k)
+        if blank is None:
+            blank = self._blank[k] = (array("d", [_NAN]) * k, array("q", [-1]) * k)
+        self.item_txn.fromlist([txn] * k)
+        self.item_put.fromlist([now] * k)
+        self.item_enq.extend(blank[0])
+        self.item_batch.extend(blank[1])
+        self.item_key.extend(keys[first:first + k])
+        return range(first, first + k)
 
     def enqueued(self, item: int, now: float) -> None:
         self.item_enq[item] = now
