@@ -43,6 +43,7 @@ from ..core.work import EventGuard
 from .batcher import DRAIN, SIZE, TIMER, BatcherConfig
 from .gocpu import GoConfig
 from .gosync import Chan, Op, Waiter, WaitGroup
+from .producers import inputs_and_keys
 from .records import Recorder
 from .scheduler import PARK, QUANTUM_NS, SYNC, G, P, Scheduler, Timer
 from .slicepool import SlicePool
@@ -65,13 +66,7 @@ class GoBlock:
         self.service_config = case.service
         self.service = service
         self.rec = recorder
-        counts = np.rint(self.workload.distribution.sample(rngs["inputs"],
-                                                           self.workload.n_transactions))
-        self._counts = counts.astype(np.int64).tolist()
-        ks = self.workload.key_space
-        n_items = int(sum(self._counts))
-        self._keys = (rngs["keys"].integers(0, ks, n_items).tolist() if ks
-                      else list(range(n_items)))
+        self._counts, self._keys = inputs_and_keys(self.workload, rngs)
         self._noise: list[float] = []
         self._rng_service = rngs["service"]
         self._remaining = array("q")

@@ -100,6 +100,18 @@ class OpenLoopWorkload:
         return as_distribution(self.inputs_per_tx)
 
 
+def inputs_and_keys(workload, rngs: dict[str, np.random.Generator]
+                    ) -> tuple[list[int], array]:
+    """Each transaction's input count, and each item's key by the item's index (its
+    transaction's place in the run decides which items are its), from the ``inputs`` and
+    ``keys`` streams; without a key space every item's key is its own index."""
+    counts = np.rint(workload.distribution.sample(rngs["inputs"], workload.n_transactions))
+    n_items = int(counts.sum())
+    ks = workload.key_space
+    keys = array("q", rngs["keys"].integers(0, ks, n_items).tolist() if ks else range(n_items))
+    return counts.astype(np.int64).tolist(), keys
+
+
 class Producers:
     """Drives a workload into ``batcher``; :meth:`items_done` is the service's callback.
 
@@ -112,13 +124,7 @@ class Producers:
         self.workload = workload
         self.recorder = recorder
         self.batcher = None
-        counts = np.rint(workload.distribution.sample(rngs["inputs"], workload.n_transactions))
-        self._counts = counts.astype(np.int64).tolist()
-        n_items = int(sum(self._counts))
-        ks = workload.key_space
-        # an item's key by its index (Recorder.new_items slices them)
-        self._keys = array("q", rngs["keys"].integers(0, ks, n_items).tolist() if ks
-                           else range(n_items))
+        self._counts, self._keys = inputs_and_keys(workload, rngs)
         self._rng_arrivals = rngs["arrivals"]
         self._remaining = array("q")
         self._waiters: dict[int, simpy.Event] = {}
