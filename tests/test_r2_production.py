@@ -39,12 +39,13 @@ CHANGES = {"producer p99": ("request_latency_p99_dash_mean_s", "request_latency_
 # Measured with the scenario as committed (seed 14, one replication), and why each misses.
 ROUND_TRIP = ("a ~40k-record (~13 MB) request costs the modelled broker ~124 ms of CPU at the "
               "local broker's measured 3.1 us/record and the loopback round trip; production's "
-              "also carries the request over the network and waits for the followers' "
-              "replication (acks), which broker.py does not model")
+              "also carries the request over the network and waits for its followers "
+              "(replication 3, franz-go's default acks=all), which broker.py does not model")
 MISSES = {
-    ("before", "outer_gauge_max"): "predicted 49,983 vs 186k: the outer buffer peaks at "
-    "max_batch (flush_messages = 50,000) as nothing blocks Produce at 20 messages/s per "
-    "producer; a peak of 186k needs a larger flush_messages or a blocked drain goroutine",
+    ("before", "outer_gauge_max"): "predicted 49,983 vs 186k: one gauge series never shows "
+    "more than flush_messages (50,000; the drain loop flushes at maxBatch and the series is "
+    "per topic and process), so the published peak adds up at least 4 processes' series, "
+    "which the scenario does not pose (see its comment)",
     ("before", "request_latency_p99_dash_max_s"): "predicted 487 ms vs 1.6 s (the band starts "
     "at 506 ms): the longest request takes 334 ms, read in the 256-512 ms bucket; " + ROUND_TRIP,
 }
