@@ -98,8 +98,14 @@ def data_parent() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def start(libs: Path | None = None, timeout_s: float = 90.0) -> dict:
-    """Format storage and start a KRaft broker+controller on loopback; wait until ready."""
+def start(libs: Path | None = None, timeout_s: float = 90.0,
+          properties: tuple[str, ...] = ()) -> dict:
+    """Format storage and start a KRaft broker+controller on loopback; wait until ready.
+    ``properties``: more ``key=value`` lines for its server.properties (e.g.
+    ``num.io.threads=2``), after the defaults, so they win."""
+    bad = [p for p in properties if "=" not in p or not p.split("=", 1)[0].strip()]
+    if bad:
+        raise BrokerError(f"a broker property must read key=value; got {bad[0]!r}")
     libs = libs or fetch()
     data = Path(tempfile.mkdtemp(prefix="simbatch-kafka-", dir=data_parent()))
     port, ctrl = free_port(), free_port()
@@ -113,7 +119,8 @@ def start(libs: Path | None = None, timeout_s: float = 90.0) -> dict:
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         f"log.dirs={data / 'logs'}", "num.partitions=1", "offsets.topic.replication.factor=1",
         "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
-        "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true", ""]))
+        "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true",
+        *properties, ""]))
     log = open(data / "broker.log", "w")
     fmt = subprocess.run([_java(), "-cp", os.pathsep.join(str(p) for p in libs.glob("*.jar")),
                           "kafka.tools.StorageTool", "format", "-t", str(uuid.uuid4()),
@@ -165,10 +172,14 @@ def stop(pid: int, data_dir: str | None = None, timeout_s: float = 20.0) -> None
 
 
 class KafkaBroker:
-    """Context manager: a running single-node broker, always stopped and cleaned up."""
+    """Context manager: a running single-node broker, always stopped and cleaned up;
+    ``properties`` as :func:`start`'s."""
+
+    def __init__(self, properties: tuple[str, ...] = ()) -> None:
+        self.properties = properties
 
     def __enter__(self) -> KafkaBroker:
-        info = start()
+        info = start(properties=self.properties)
         self.pid, self.bootstrap, self.data_dir = info["pid"], info["bootstrap"], info["data_dir"]
         return self
 
