@@ -49,7 +49,8 @@ row from the first (NaN below), and ``gc_remark_s``, its marking cycles' stops t
 without the broker's pid or a JDK's ``jstat``); ``broker_data_cpu_s``, ``broker_jit_cpu_s``
 and ``broker_gc_cpu_s``, the part of ``broker_cpu_s`` its request path, its JIT compiler and
 its garbage collector's threads took, and ``broker_data_switches``, the request path's
-context switches (:func:`thread_usage`). Times are
+context switches, ``broker_data_preempted`` the involuntary ones, and ``broker_data_runq_s``
+its threads' time runnable but waiting for a CPU (:func:`thread_usage`). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
 too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -95,7 +96,7 @@ COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
            "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s",
            "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s",
-           "broker_data_switches")
+           "broker_data_switches", "broker_data_preempted", "broker_data_runq_s")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -313,9 +314,13 @@ def thread_usage(pid: int | None) -> dict[str, float]:
     """What process ``pid``'s threads of each :data:`THREAD_GROUPS` group used so far:
     ``<group>_cpu_s`` (user + system seconds, ``/proc/PID/task/TID/stat``) and, for the
     request path, ``data_switches`` (its context switches, voluntary and not,
-    ``/proc/PID/task/TID/status``: each is a thread going to sleep or being put off a CPU);
-    a thread that exited is not counted; NaN for each where it cannot be read."""
-    out = {f"{name}_cpu_s": 0.0 for name, _ in THREAD_GROUPS} | {"data_switches": 0.0}
+    ``/proc/PID/task/TID/status``: each is a thread going to sleep or being put off a CPU),
+    ``data_preempted`` (the involuntary ones alone: put off a CPU while it could run) and
+    ``data_runq_s`` (its time runnable but waiting for a CPU, the second field of
+    ``/proc/PID/task/TID/schedstat``); a thread that exited is not counted; NaN for each
+    where it cannot be read."""
+    out = {f"{name}_cpu_s": 0.0 for name, _ in THREAD_GROUPS} | {
+        "data_switches": 0.0, "data_preempted": 0.0, "data_runq_s": 0.0}
     try:
         tids = os.listdir(f"/proc/{pid}/task") if pid is not None else None
     except OSError:
@@ -337,12 +342,24 @@ def thread_usage(pid: int | None) -> dict[str, float]:
             if pattern.match(comm):
                 out[f"{name}_cpu_s"] += (int(fields[11]) + int(fields[12])) / tick
                 if name == "data":
-                    out["data_switches"] += sum(
-                        int(line.split()[1]) for line in status.splitlines()
-                        if line.startswith(("voluntary_ctxt_switches",
-                                            "nonvoluntary_ctxt_switches")))
+                    switches = {line.split(":")[0]: int(line.split()[1])
+                                for line in status.splitlines()
+                                if line.startswith(("voluntary_ctxt_switches",
+                                                    "nonvoluntary_ctxt_switches"))}
+                    out["data_switches"] += sum(switches.values())
+                    out["data_preempted"] += switches.get("nonvoluntary_ctxt_switches", 0)
+                    out["data_runq_s"] += _runq_s(pid, tid)
                 break
     return out
+
+
+def _runq_s(pid: int | None, tid: str) -> float:
+    """Thread ``tid``'s time runnable but off a CPU so far (schedstat), NaN if unreadable."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+            return int(fh.read().split()[1]) * 1e-9
+    except (OSError, IndexError, ValueError):
+        return float("nan")
 
 
 def machine_cpu_s() -> float:

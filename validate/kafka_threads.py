@@ -6,8 +6,8 @@ Why (issue 14): the model's broker threads are pools that a stage holds with a c
 (``simbatch/kafka/broker.py``), so while a broker has at least as many threads as cores its
 thread counts change nothing: at 2000 msg/s over 32 partitions the model gives a p99 of 16.4
 ms with Kafka's defaults (3 network, 8 I/O threads) and 16.7 ms with one network and two I/O
-threads. The real broker's p99 rises when its I/O threads are fewer; this measures by how
-much, on the same machine in the same minutes.
+threads. Whether the real broker's does is what this measures, on the same machine in the
+same minutes (see ``simbatch/kafka/broker.py``'s known limits for what it found).
 
 ``python -m validate.kafka_threads [--reps 6] [--configs A,B] [--threads NAME=NET,IO ...]
 [--out-dir DIR] [--from-csv]``: one broker per ``--threads`` setting (default: ``default=3,8``
@@ -123,20 +123,34 @@ def rows(settings: dict[str, tuple[int, int]], names: list[str], out_dir: Path,
                 "pred_p50": pred["p50"] * 1e3, "pred_p99": pred["p99"] * 1e3,
                 "cpu": statistics.median(serving_cpu_s(r) / r["timed_s"][0] for r in runs),
                 "pred_cpu": pred["broker_cpu"],
-                "pause_max": statistics.median(pauses) if pauses else float("nan")})
+                "pause_max": statistics.median(pauses) if pauses else float("nan"),
+                # the request path's threads: waiting runnable for a CPU, ms per second of
+                # the run, and put off a CPU while runnable, per produce request
+                # (NaN for runs recorded before the harness measured them)
+                "runq": _nanmedian(r["broker_data_runq_s"][0] / r["timed_s"][0] * 1e3
+                                   for r in runs),
+                "preempted": _nanmedian(r["broker_data_preempted"][0]
+                                        / r["produce_requests"][0] for r in runs)})
     return out
+
+
+def _nanmedian(values) -> float:
+    finite = [float(v) for v in values if np.isfinite(v)]
+    return statistics.median(finite) if finite else float("nan")
 
 
 def table(result: list[dict]) -> str:
     lines = ["| configuration | threads (network, I/O) | runs | p50 ms, measured / predicted "
              "| p99 ms, measured / predicted | each run's p99 | broker CPU, measured / "
-             "predicted | longest young pause ms (median of runs) |",
-             "|---|---|---:|---|---|---|---|---:|"]
+             "predicted | longest young pause ms (median of runs) | request path waiting "
+             "for a CPU, ms/s | its involuntary switches per request |",
+             "|---|---|---:|---|---|---|---|---:|---:|---:|"]
     for r in result:
         lines.append(f"| {r['config']} | {r['setting']} ({r['threads']}) | {r['runs']} | "
                      f"{r['p50']:.1f} / {r['pred_p50']:.1f} | {r['p99']:.1f} / "
                      f"{r['pred_p99']:.1f} | {', '.join(f'{x:.0f}' for x in r['p99_runs'])} | "
-                     f"{r['cpu']:.2f} / {r['pred_cpu']:.2f} | {r['pause_max']:.0f} |")
+                     f"{r['cpu']:.2f} / {r['pred_cpu']:.2f} | {r['pause_max']:.0f} | "
+                     f"{r['runq']:.1f} | {r['preempted']:.2f} |")
     return "\n".join(lines)
 
 

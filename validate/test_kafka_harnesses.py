@@ -107,5 +107,6 @@ def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
     assert group("kafka-scheduler-0") is None and group("ExpirationReaper-1-Produce") is None
     # a process with none of them (this one) has zero of each; no process, NaN
     assert thread_usage(os.getpid()) == {"data_cpu_s": 0.0, "jit_cpu_s": 0.0, "gc_cpu_s": 0.0,
-                                         "data_switches": 0.0}
+                                         "data_switches": 0.0, "data_preempted": 0.0,
+                                         "data_runq_s": 0.0}
     assert all(v != v for v in thread_usage(None).values())
