@@ -72,11 +72,13 @@ Known limits, measured on the local broker (``validate/kafka_threads.py``, 2026-
 partitions, linger 10 ms):
 
 * The request path's threads wait for a CPU: 505 ms per second of the run at 2000 msg/s
-  (Kafka's default threads; 297 at 1000 msg/s), beside 0.57 and 0.42 cores of the broker's
-  own CPU. The machine's two vCPUs also run the harness, whose load the model does not
-  put on the broker's cores (``background_cores`` 0, ``validate/calibrate_kafka.py`` says
-  why), and the measured p99 stays above the model's (23.6 against 16.3 ms at 2000 msg/s,
-  18.5 against 14.3 at 1000).
+  (Kafka's default threads; 297 at 1000 msg/s), beside 0.59 and 0.45 cores of the broker's
+  own CPU and 0.44 and 0.33 of the rest of the machine (the harness). That is ~50 us per
+  context switch (9,700 and 6,600 a second, 40 % of them involuntary): many short waits,
+  of the order of this host's thread wake-up (``[host] wake_us``, median ~30 us), not
+  the few long ones by which the measured p99 exceeds the model's (23.6 against 16.3 ms
+  at 2000 msg/s, 18.5 against 14.3 at 1000). The model's broker owns its cores
+  (``background_cores`` 0; ``validate/calibrate_kafka.py`` says why).
 * A stage holds a thread and a core together, so thread counts at or above the cores change
   nothing here (16.3-16.7 ms at 2000 msg/s for 3 network and 8 I/O threads or 1 and 2).
   Measured, 12 runs of each over two sessions: at 2000 msg/s, 23.6 ms with the defaults and
