@@ -37,7 +37,10 @@ from validate.calibrate_kafka import (
     CPU_FIT,
     WARMUP,
     Fitted,
+    broker_model_path,
     kept,
+    model_broker,
+    model_path,
     percentile,
     predict,
     serving_cpu_s,
@@ -89,10 +92,12 @@ def measure(settings: dict[str, tuple[int, int]], names: list[str], reps: int,
 
 
 def _model_inputs() -> tuple[Fitted, dict, dict | None]:
-    m = tomllib.loads((MODELS / "kafka-loopback.toml").read_text())
+    m = tomllib.loads(model_path(MODELS, "librdkafka", None).read_text())
     fitted = Fitted(m["producer"]["append_ms"], tuple(m["producer"]["append_ratios"]),
                     m["consumer"]["fetch_ms"], tuple(m["consumer"]["fetch_ratios"]))
-    broker = tomllib.loads((MODELS / "kafka-broker-loopback.toml").read_text())["broker"]
+    broker = model_broker(MODELS)
+    if broker is None:
+        raise SystemExit(f"kafka_threads: error: no [broker] in {broker_model_path(MODELS)}")
     return fitted, broker, m.get("gc")
 
 
