@@ -45,7 +45,8 @@ requests the producer sent and the Fetch requests the consumer sent over the tim
 ``broker_alloc_mb`` and ``broker_eden_mb``, what the broker JVM allocated over the timed span
 and its eden's size, ``gc_pause_s``, its young collections' pauses over that span, one per
 row from the first (NaN below), and ``gc_remark_s``, its marking cycles' stops the same way
-(Remark and Cleanup of one cycle together), all from ``jstat -gc PID 100`` (:class:`GcSampler`; NaN
+(Remark and Cleanup of one cycle together), all from ``jstat -gc PID 100`` (:class:`GcSampler`,
+started during the warm-up pause so that its own JVM's start-up is not in the span; NaN
 without the broker's pid or a JDK's ``jstat``); ``broker_data_cpu_s``, ``broker_jit_cpu_s``
 and ``broker_gc_cpu_s``, the part of ``broker_cpu_s`` its request path, its JIT compiler and
 its garbage collector's threads took, and ``broker_data_switches``, the request path's
@@ -61,6 +62,9 @@ Python thread, including the consumer and delivery-report threads, and in a proc
 other objects (a pytest run) it inflated measured p99s from ~30 ms to 130-450 ms. The same
 harness artefact is documented for the Aerospike data (shared/data/aerospike-loopback,
 caveat 3).
+Likewise the measuring tools start before the span: ``jstat`` is a JVM whose start-up takes
+1.5 vCPUs for 150 ms, and started with the feed it delayed the feed's first messages by up to
+a hundred milliseconds (:class:`GcSampler`).
 
 Faults: with no broker reachable, :func:`run` raises :class:`HarnessError` within
 ``connect_timeout_s`` (5 s; the Go and Java harnesses exit with one ``error:`` line, which
@@ -75,6 +79,7 @@ from __future__ import annotations
 import csv
 import gc
 import json
+import math
 import os
 import queue
 import re
@@ -232,9 +237,17 @@ def process_cpu_s(pid: int | None) -> float:
 
 
 class GcSampler:
-    """The broker JVM's heap as ``jstat -gc PID 100`` (the JDK's tool) prints it, while the
-    timed span runs: :meth:`stop` returns (MB allocated, eden MB, young pauses in s,
-    marking cycles' stops in s).
+    """The broker JVM's heap as ``jstat -gc PID 100`` (the JDK's tool) prints it:
+    :meth:`stop` returns (MB allocated, eden MB, young pauses in s, marking cycles' stops in
+    s) over the timed span, which starts at :meth:`start_span`.
+
+    jstat is started before the span, during the warm-up: it is a JVM, and its start-up
+    takes ~0.23 s of CPU in its first 150 ms (1.5 of this machine's 2 vCPUs; measured
+    2026-11-27 from ``/proc/PID/stat``, then ~0.06 cores while it samples). Started at the
+    span's start, as it was until then, it took the broker's CPU while the feed began: in 8
+    runs at 1000 and 2000 msg/s over 32 partitions, 5 had a burst of 11-77 messages at
+    30-103 ms in the span's first 300 ms, outside any of the JVM's safepoints (``-Xlog``),
+    and setting those 300 ms aside moved the run's p99 by up to 14 ms.
 
     Allocation: eden's growth between samples, and across a young collection what was left
     to fill before it plus what is used after. A pause is a sample's growth of the young
@@ -244,20 +257,56 @@ class GcSampler:
     """
 
     def __init__(self, pid: int | None) -> None:
-        self.proc = None
+        self.proc: subprocess.Popen | None = None
+        self._lines: list[tuple[float, str]] = []       # (perf_counter at reading, line)
+        self._span_start = -math.inf
+        self._reader: threading.Thread | None = None
         jstat = shutil.which("jstat")
         if pid is not None and jstat is not None:
             self.proc = subprocess.Popen([jstat, "-gc", str(pid), "100"],
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          text=True)
+            self._reader = threading.Thread(target=self._read, daemon=True)
+            self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.append((time.perf_counter(), line))
+
+    def start_span(self) -> None:
+        """The timed span starts now: samples before it are the baseline only."""
+        self._span_start = time.perf_counter()
 
     def stop(self) -> tuple[float, float, list[float], list[float]]:
         if self.proc is None:
             return float("nan"), float("nan"), [], []
         time.sleep(0.15)                 # one more sample after the span
-        self.proc.terminate()
-        out, _ = self.proc.communicate(timeout=5)
-        return gc_figures(out)
+        self.kill()
+        return gc_figures(span_text(self._lines, self._span_start))
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+
+
+def span_text(lines: list[tuple[float, str]], start: float) -> str:
+    """jstat's output over a span from ``start``: its header line, the last sample read
+    before ``start`` (the baseline) and every sample after; ``lines`` are (time read,
+    line)."""
+    if not lines:
+        return ""
+    first = 1
+    for i, (t, _) in enumerate(lines[1:], 1):
+        if t < start:
+            first = i
+    return "".join([lines[0][1]] + [ln for _, ln in lines[first:]])
 
 
 def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
@@ -459,6 +508,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     for p in range(config.n_partitions):
         producer.produce(topic, value=b"%012d" % -1, partition=p)
     producer.flush(config.connect_timeout_s)
+    heap = GcSampler(broker_pid)          # before the warm-up: its start-up is a JVM's
     idle0, idle_t0 = process_cpu_s(broker_pid), time.perf_counter()
     time.sleep(config.warmup_s)
     rec["broker_idle_cores"] = ((process_cpu_s(broker_pid) - idle0)
@@ -476,7 +526,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     gc.disable()
     rec["load_avg"] = os.getloadavg()[0]
     requests0 = _requests(stats)
-    heap = GcSampler(broker_pid)
+    heap.start_span()
     threads0 = thread_usage(broker_pid)
     cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
     cpu1 = machine1 = timed1 = float("nan")
@@ -514,8 +564,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         rec["produce_requests"], rec["fetch_requests"] = np.subtract(_requests(stats),
                                                                      requests0)
     finally:
-        if heap.proc is not None and heap.proc.poll() is None:
-            heap.proc.kill()
+        heap.kill()
         if gc_was_enabled:
             gc.enable()
         gc.unfreeze()

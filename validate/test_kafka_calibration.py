@@ -419,6 +419,23 @@ def test_jstat_samples_give_allocation_eden_and_each_young_pause():
     assert gc_figures("") == (pytest.approx(float("nan"), nan_ok=True),) * 2 + ([], [])
 
 
+def test_jstat_samples_before_the_span_are_only_its_baseline():
+    # jstat starts during the warm-up (its start-up is a JVM's, which took the broker's CPU
+    # when it started with the span): the collection read at t=1.0, before the span, is
+    # not the span's; the sample before the span is its baseline
+    from validate.kafka_harness import gc_figures, span_text
+
+    head, *rows = JSTAT.splitlines(keepends=True)
+    lines = [(0.0, head)] + [(t, row) for t, row in zip((0.5, 1.0, 1.5, 2.0, 2.5), rows)]
+    text = span_text(lines, start=1.2)
+    assert text == head + "".join(rows[1:])
+    _, _, pauses, remarks = gc_figures(text)
+    assert pauses == pytest.approx([0.012]) and remarks == pytest.approx([0.011])
+    _, _, pauses, _ = gc_figures(span_text(lines, start=1.7))
+    assert pauses == [] and span_text([], 1.0) == ""
+    assert span_text(lines, start=0.0) == JSTAT     # a span from before the first sample
+
+
 def test_the_collections_fitted_on_the_fit_runs_give_back_their_allocation():
     # two fit configurations (1 and 4 partitions) whose allocation is 20 KB per produce
     # request and 3 KB per partition of each fetch: fitted_gc finds both, and the pauses

@@ -86,6 +86,15 @@ partitions, linger 10 ms):
   second session alone showed no difference (23.6 and 22.9), and at 1000 msg/s there was
   none (18.5 and 18.6). One network thread with 8 I/O threads (24.6, one session) and 3
   with 2 (28.1) lay between.
+* The measured p99s above were taken with the harness's ``jstat`` starting with the feed;
+  its start-up (a JVM: 1.5 vCPUs for 150 ms) took the broker's CPU and delayed the feed's
+  first messages by up to 100 ms (``validate/kafka_harness.py``, ``GcSampler``). With it
+  started before the feed (2026-11-27, six interleaved pairs on one broker, medians): 21.3
+  -> 20.3 ms at 2000 msg/s (model 16.3), 20.5 -> 16.8 at 1000 (model 14.3). What remains
+  is mostly the JVM's pauses: in six more runs at 2000 msg/s with ``-Xlog:safepoint``, most
+  of the slow 1 % overlapped a young collection or a Remark in five (the two runs with 3
+  and 4 Remarks read 26 ms, the four with 0 or 1 17.3-21 ms); in the sixth, 61 slow
+  messages in 25 ms overlapped none, with the harness's own poller stalled 5 ms.
 """
 
 from __future__ import annotations
