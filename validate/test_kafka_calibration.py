@@ -419,6 +419,29 @@ def test_jstat_samples_give_allocation_eden_and_each_young_pause():
     assert gc_figures("") == (pytest.approx(float("nan"), nan_ok=True),) * 2 + ([], [])
 
 
+def test_a_pause_sampled_while_under_way_gets_its_time_from_the_next_sample():
+    # the collection counts itself at its start and adds its time at its end: the second
+    # sample is taken during a 9 ms young pause, the fourth during a 7 ms Remark; the fifth
+    # holds a 12 ms pause of its own besides
+    from validate.kafka_harness import gc_figures
+
+    head = JSTAT.splitlines()[0]
+    text = "\n".join([head,
+                      " 0.0 65536.0 60000.0 90000.0 10 0.100 0 0.000 2 0.010 0.110",
+                      " 0.0 65536.0     0.0 90000.0 11 0.100 0 0.000 2 0.010 0.110",
+                      " 0.0 65536.0  2000.0 91000.0 11 0.109 0 0.000 2 0.010 0.119",
+                      " 0.0 65536.0  2000.0 91000.0 11 0.109 0 0.000 3 0.010 0.119",
+                      " 0.0 65536.0  1000.0 91000.0 12 0.121 0 0.000 4 0.019 0.140",
+                      ""])
+    _, _, pauses, remarks = gc_figures(text)
+    assert pauses == pytest.approx([0.009, 0.012])
+    assert remarks == pytest.approx([0.009])      # the Remark's 7 ms and its Cleanup's 2
+    # a pause under way at the span's first sample is one pause, its time all in the span
+    first = "\n".join([head, " 0.0 65536.0 0.0 90000.0 11 0.100 0 0.000 2 0.010 0.110",
+                       " 0.0 65536.0 10.0 90000.0 11 0.108 0 0.000 2 0.010 0.118", ""])
+    assert gc_figures(first)[2] == pytest.approx([0.008])
+
+
 def test_jstat_samples_before_the_span_are_only_its_baseline():
     # jstat starts during the warm-up (its start-up is a JVM's, which took the broker's CPU
     # when it started with the span): the collection read at t=1.0, before the span, is
