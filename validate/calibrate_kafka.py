@@ -538,34 +538,58 @@ def producer_settings(client: str, cfg: HarnessConfig) -> dict:
     return {"semantics": "java", "java_version": "3", "max_buffered_records": 100_000}
 
 
-def fitted_gc(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
+def fitted_gc(results: dict[str, Measured], held_out: str | None = None
+              ) -> tuple[dict, list[str]] | None:
     """The broker's young collections (``[gc]``, ``simbatch/kafka/gc.py``) of a session,
-    from librdkafka's fit runs alone (every kept :data:`FIT` run, one partition on the sparse
-    feed, and every kept :data:`CPU_FIT` run, four partitions at 1000 msg/s), the harness's
-    ``jstat`` figures of each: what the broker allocated, least squares (non-negative) on
-    its produce requests and on its fetch requests x partitions (the median run of each
-    configuration, two equations in two costs); eden's size and the
-    pauses as measured. None when those runs hold no pause or no allocation figures (a
-    user's cluster, no ``jstat``, or no CPU configuration measured: one partition count
-    cannot tell a fetch's cost per partition). The marking cycles' Remark stops, where the
-    runs hold any: how many per young collection, and their lengths (``marking_ms``, the
-    time from a cycle's start to its Remark, keeps its measured default)."""
+    from every librdkafka run the harness measured with the broker's ``jstat`` figures --
+    each configuration's runs, the fit runs paired with them and the :data:`CPU_FIT` runs --
+    but ``held_out``'s own runs (the configuration predicted with it): what the broker
+    allocated, least squares (non-negative) on its produce requests and on its fetch
+    requests x partitions (the median run of each configuration, an equation each); eden's
+    size and the pauses as measured. None when those runs hold no pause or no allocation
+    figures (a user's cluster, no ``jstat``) or a single partition count (which cannot tell
+    a fetch's cost per partition). The marking cycles' Remark stops, where the runs hold
+    any: how many per young collection, and their lengths (``marking_ms``, the time from a
+    cycle's start to its Remark, keeps its measured default).
+
+    Why every configuration: allocation, pauses and marking cycles are the JVM's, the same
+    for every configuration, and the fit runs alone (1 and 4 partitions) leave the cost per
+    partition fetched to a lever of 4. In today's three CI sessions (2026-11-27) they put
+    the 32-partition rung's allocation at 0.78, 0.78 and 0.82 of what jstat measured, so
+    the model had 4 young collections where the broker had 6; fitted on the sessions' other
+    configurations (8- and 32-partition sparse runs too), 1.07, 1.22 and 0.90. Likewise
+    their pauses and Remarks: 3-4 pauses per session from the fit runs alone."""
     from scipy.optimize import nnls
 
-    fit_name = FIT["librdkafka"]
-    runs = [(r, 1) for r in results[fit_name].runs] if fit_name in results else []
-    runs += [(c, CONFIGS[CPU_FIT].n_partitions) for m in results.values()
-             if m.cpu_fit_runs for c in m.cpu_fit_runs]
-    runs = [(r, p) for r, p in runs if np.isfinite(r["broker_alloc_mb"][0])
+    seen: set[int] = set()
+    runs: list[tuple[np.ndarray, str]] = []
+
+    def take(group, config: str) -> None:
+        if config == held_out:
+            return
+        for r in group or ():
+            if id(r) not in seen:
+                seen.add(id(r))
+                runs.append((r, config))
+
+    for name, m in results.items():
+        if CONFIGS[name].client != "librdkafka":
+            continue
+        take(m.runs, name)
+        take(m.fit_runs, fit_config(name))
+        take(m.cpu_fit_runs, CPU_FIT)
+    runs = [(r, c) for r, c in runs if np.isfinite(r["broker_alloc_mb"][0])
             and np.isfinite(r["fetch_requests"][0])]
-    if len({p for _, p in runs}) < 2:
+    configs = sorted({c for _, c in runs})
+    if len({CONFIGS[c].n_partitions for c in configs}) < 2:
         return None
-    # per fit configuration, the median run (a run's jstat figure can double: seen 2 in 15)
+    # per configuration, the median run (a run's jstat figure can double: seen 2 in 15)
     a, kb = [], []
-    for parts in sorted({p for _, p in runs}):
-        mine = [r for r, p in runs if p == parts]
+    for config in configs:
+        mine = [r for r, c in runs if c == config]
         a.append([np.median([r["produce_requests"][0] for r in mine]),
-                  np.median([r["fetch_requests"][0] for r in mine]) * parts])
+                  np.median([r["fetch_requests"][0] for r in mine])
+                  * CONFIGS[config].n_partitions])
         kb.append(np.median([r["broker_alloc_mb"][0] for r in mine]) * 1024)
     (request_kb, partition_fetch_kb), _ = nnls(np.array(a), np.array(kb))
     pauses = np.concatenate([r["gc_pause_s"][np.isfinite(r["gc_pause_s"])] for r, _ in runs])
@@ -581,10 +605,12 @@ def fitted_gc(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
     if remarks.size:            # marking cycles per young collection, and their stops
         gc["remarks_per_young"] = round(remarks.size / pauses.size, 3)
         gc["remark_ms"] = [round(max(float(x), 0.0005) * 1e3, 1) for x in np.sort(remarks)]
-    notes = [f"# [gc]: fitted on {len(runs)} runs of {fit_name} and {CPU_FIT} (jstat -gc at "
-             "100 ms over each timed span): allocation",
-             "# per produce request and per partition of each fetch (each configuration's "
-             f"median run), eden's median size, the {pauses.size} young pauses measured."]
+    notes = [f"# [gc]: fitted on {len(runs)} librdkafka runs of {len(configs)} configurations"
+             + (f" (not {held_out})" if held_out else "") + " (jstat -gc at 100 ms over",
+             "# each timed span): allocation per produce request and per partition of each "
+             "fetch (each configuration's median run),",
+             f"# eden's median size, the {pauses.size} young pauses measured: "
+             + ", ".join(configs) + "."]
     return gc, notes
 
 
@@ -633,7 +659,7 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     ``runs[k]``: measured run k; the messages it is judged on (:func:`kept`) are kept here.
     ``brokers[k]``: the model's ``[broker]`` for run k (:func:`fit_broker`), whose CPU is
     then predicted too (``broker_cpu``, cores over the run). ``gc``: the broker's young
-    collections (:func:`fitted_gc`), for every run."""
+    collections (:func:`fitted_gc`, without this configuration's runs), for every run."""
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate as simulate_kafka
     from simbatch.kafka.engine import ENGINE
@@ -837,7 +863,6 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None) -> lis
     (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
     ``models_dir`` as the shape where they cannot separate its costs)."""
     rows = []
-    gc = fitted_gc(results)
     shape = model_broker(models_dir or HERE.parent / "models")
     samples = cpu_samples(results)
     for name, m in results.items():
@@ -845,9 +870,10 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None) -> lis
         brokers = None         # without the broker's CPU time (a user's cluster): no model
         if name in CPU_CONFIGS and any(s.config == name for s in samples):
             brokers = [held_out_broker(samples, name, shape)] * len(m.runs)
+        gc = fitted_gc(results, held_out=name) if CONFIGS[name].client == "librdkafka" \
+            else None
         pred = predict(name, CONFIGS[name], fitted, m.runs, brokers,
-                       gc=gc[0] if gc is not None and CONFIGS[name].client == "librdkafka"
-                       else None)
+                       gc=gc[0] if gc is not None else None)
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
                     "broker_cpu": measured_cpu(m.runs)}
         fetch_ratio = pred.pop("fetch_per_produce", float("nan"))
@@ -1122,7 +1148,8 @@ def main() -> None:
             prov["command"] += f" --from-csv --out-dir {args.out_dir}"
         path = model_path(Path(args.models_dir), client, bootstrap)
         client_rows = [r for r in rows if CONFIGS[r["config"]].client == client]
-        gc = fitted_gc(results) if client == "librdkafka" else None
+        gc = fitted_gc(results, held_out=MODEL_FIT_EXCLUDES) if client == "librdkafka" \
+            else None
         path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, gc))
         print(f"wrote {path}")
     broker = fitted_broker(results)

@@ -13,10 +13,10 @@ Issue 14: the dense feed at 1000 msg/s over 32 partitions (one of ``CPU_CONFIGS`
 predicted with the broker's CPU, its costs those of ``models/kafka-broker-loopback.toml``
 (fitted on a ladder session without this configuration) scaled by one factor fitted on this
 run's ``CPU_FIT`` runs, and with the broker JVM's young collections fitted on the
-fit runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms where measured is
-under 20 ms) and on the broker JVM's measured CPU (25 %); the targets that do not hold here
-are marked xfail with the figures (``NOT_YET``). The whole ladder, 250 to 2000 msg/s, is
-``python -m validate.calibrate_kafka --configs`` with the ``-dense`` names.
+session's other librdkafka runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms
+where measured is under 20 ms) and on the broker JVM's measured CPU (25 %); the targets that
+do not hold here are marked xfail with the figures (``NOT_YET``). The whole ladder, 250 to
+2000 msg/s, is ``python -m validate.calibrate_kafka --configs`` with the ``-dense`` names.
 
 The Go and Java harnesses are built by the fixtures (``go build``, ``mvn -q -B package``);
 a client whose tool is missing is skipped with the reason. Measurements run serially; on a
@@ -459,34 +459,44 @@ def test_jstat_samples_before_the_span_are_only_its_baseline():
     assert span_text(lines, start=0.0) == JSTAT     # a span from before the first sample
 
 
-def test_the_collections_fitted_on_the_fit_runs_give_back_their_allocation():
-    # two fit configurations (1 and 4 partitions) whose allocation is 20 KB per produce
-    # request and 3 KB per partition of each fetch: fitted_gc finds both, and the pauses
+def test_the_collections_fitted_on_the_other_configurations_give_back_their_allocation():
+    # a session whose broker allocates 20 KB per produce request and 3 KB per partition of
+    # each fetch: fitted_gc finds both from every configuration's runs but the one held
+    # out (the one predicted with it), and pools their pauses and Remarks
     from validate.calibrate_kafka import CPU_FIT, Measured, fitted_gc
     from validate.kafka_harness import COLUMNS
 
-    def rec(requests, fetches, parts, pauses, remarks=()):
+    def rec(name, requests, fetches, pauses, remarks=(), kb_per_request=20):
         r = np.full(50, np.nan, dtype=[(c, "f8") for c in COLUMNS])
         r["gc_remark_s"][:len(remarks)] = remarks
         r["produce_requests"], r["fetch_requests"] = requests, fetches
-        r["broker_alloc_mb"] = (20 * requests + 3 * fetches * parts) / 1024
+        parts = CONFIGS[name].n_partitions
+        r["broker_alloc_mb"] = (kb_per_request * requests + 3 * fetches * parts) / 1024
         r["broker_eden_mb"] = 70.0
         r["gc_pause_s"][:len(pauses)] = pauses
         return r
 
-    sparse = [rec(200, 202, 1, []), rec(200, 204, 1, [])]
-    cpu = [rec(1100, 1000, 4, [0.006]), rec(1200, 1100, 4, [0.009, 0.007], [0.012])]
-    results = {FIT["librdkafka"]: Measured(sparse, sparse),
-               CPU_CONFIGS[0]: Measured(sparse, sparse, cpu)}
-    gc, notes = fitted_gc(results)
+    fit, rung, sparse8 = FIT["librdkafka"], CPU_CONFIGS[-1], "linger10-p8-sparse"
+    fits = [rec(fit, 200, 202, []), rec(fit, 200, 204, [])]
+    cpu = [rec(CPU_FIT, 1100, 1000, [0.006]), rec(CPU_FIT, 1200, 1100, [0.009, 0.007],
+                                                   [0.012])]
+    # the rung's own runs allocate differently: held out, they change nothing
+    own = [rec(rung, 3000, 2500, [0.030] * 9, [0.050] * 9, kb_per_request=90)]
+    eights = [rec(sparse8, 200, 205, [0.008])]
+    results = {fit: Measured(fits, fits), rung: Measured(own, fits, cpu),
+               sparse8: Measured(eights, fits)}
+    gc, notes = fitted_gc(results, held_out=rung)
     assert gc["request_kb"] == pytest.approx(20, rel=1e-3)
     assert gc["partition_fetch_kb"] == pytest.approx(3, rel=1e-3)
-    assert gc["eden_mb"] == 70.0 and gc["pause_ms"] == [6.0, 7.0, 9.0]
-    assert gc["remarks_per_young"] == pytest.approx(1 / 3, abs=1e-3)
+    assert gc["eden_mb"] == 70.0 and gc["pause_ms"] == [6.0, 7.0, 8.0, 9.0]
+    assert gc["remarks_per_young"] == pytest.approx(1 / 4, abs=1e-3)
     assert gc["remark_ms"] == [12.0]
-    assert CPU_FIT in notes[0]
+    assert "3 configurations" in notes[0] and f"not {rung}" in notes[0]
+    assert sparse8 in notes[-1] and CPU_FIT in notes[-1]
+    # not held out, the rung's runs count too
+    assert fitted_gc(results)[0]["pause_ms"][-1] == 30.0
     # one partition count cannot tell the two costs apart: no [gc]
-    assert fitted_gc({FIT["librdkafka"]: Measured(sparse, sparse)}) is None
+    assert fitted_gc({fit: Measured(fits, fits)}) is None
 
 
 def test_each_fitted_cost_gets_a_standard_error_from_the_residuals():
