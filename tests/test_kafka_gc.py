@@ -74,6 +74,18 @@ def test_every_other_young_collection_starts_a_cycle_whose_remark_stops_the_brok
     young = np.asarray(gc.starts)[np.isclose(lengths, 50e3)]
     assert np.allclose(remarks, [young[1] + 150e3, young[3] + 150e3], atol=2)
     assert np.allclose(np.diff(young), [1.05e6, 1.07e6, 1.05e6], atol=5)
+    # what a run reports of them: 4 young collections, 2 Remarks, 10 MB allocated before
+    # each young collection, besides what eden holds now
+    assert (gc.youngs, gc.remark_stops) == (4, 2)
+    assert gc.allocated_kb - gc.used_kb == pytest.approx(4 * 10 * 1024)
+
+
+def test_a_run_reports_its_collections_and_what_was_allocated():
+    # 2000 requests of 50 KB into 10 MB of eden: 9 young collections (the 10th needs 2048)
+    run = simulate_kafka(_case(GcConfig(eden_mb=10, request_kb=50, pause_ms=(5.0,))), 3)
+    assert run.gc_youngs == 9 and run.gc_remarks == 0
+    assert run.gc_alloc_mb == pytest.approx(2000 * 50 / 1024)
+    assert simulate_kafka(_case(GcConfig()), 3).gc_youngs == 0
 
 
 def test_a_request_in_flight_is_held_back_by_the_pause_it_overlaps():

@@ -669,6 +669,9 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     if cpu:
         figures["broker_cpu"] = []
         figures["fetch_per_produce"] = []
+    if cpu and gc is not None:
+        for key in GC_FIGURES:
+            figures[key] = []
     for k, (f, rec) in enumerate(zip(fitted, runs, strict=True)):
         case = model_case(name, cfg, f, brokers[k] if brokers is not None else None, gc)
         mask = kept(rec)
@@ -683,7 +686,23 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
                 [ENGINE.run_metrics(s)["broker_cpu_cores"] for s in sims])))
             figures["fetch_per_produce"].append(float(np.median(
                 [s.broker_fetches / s.requests for s in sims])))
+        if cpu and gc is not None:
+            for key in GC_FIGURES:
+                figures[key].append(float(np.median([getattr(s, key) for s in sims])))
     return {q: float(np.median(v)) for q, v in figures.items()}
+
+
+GC_FIGURES = ("gc_youngs", "gc_remarks", "gc_alloc_mb")
+"""What :func:`predict` reports of the model's collections for a CPU configuration (per run,
+median over runs; :class:`simbatch.kafka.engine.KafkaRun`), beside :func:`measured_gc`."""
+
+
+def measured_gc(runs: list[np.ndarray]) -> tuple[float, float, float]:
+    """The broker's young collections, Remark stops and MB allocated over a run's timed
+    span (the harness's ``jstat`` figures), medians over runs."""
+    return (float(np.median([np.isfinite(r["gc_pause_s"]).sum() for r in runs])),
+            float(np.median([np.isfinite(r["gc_remark_s"]).sum() for r in runs])),
+            float(np.median([r["broker_alloc_mb"][0] for r in runs])))
 
 
 def serving_cpu_s(rec: np.ndarray) -> float:
@@ -877,6 +896,7 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None) -> lis
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
                     "broker_cpu": measured_cpu(m.runs)}
         fetch_ratio = pred.pop("fetch_per_produce", float("nan"))
+        gc_pred = [pred.pop(key) for key in GC_FIGURES if key in pred]
         for q in pred:
             rows.append({"config": name, "metric": q, "measured": measured[q],
                          "predicted": pred[q], "ok": within(pred[q], measured[q], name, q),
@@ -887,6 +907,8 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None) -> lis
                 [r["fetch_requests"][0] / r["produce_requests"][0] for r in m.runs])),
                 fetch_ratio)
             rows[-1]["broker"] = brokers[0] if brokers else None
+            if gc_pred:
+                rows[-1]["gc"] = (measured_gc(m.runs), tuple(gc_pred))
         # load: the machine's 1-minute load average as the runs started (median)
     return rows
 
@@ -904,6 +926,11 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
     lines = [f"{r['config']}: Fetch per Produce measured {r['fetch_per_produce'][0]:.2f}, "
              f"predicted {r['fetch_per_produce'][1]:.2f}"
              for r in rows if "fetch_per_produce" in r]
+    lines += [f"{r['config']}: per run, young collections measured {mg[0]:.1f}, predicted "
+              f"{pg[0]:.1f}; Remarks measured {mg[1]:.1f}, predicted {pg[1]:.1f}; allocated "
+              f"measured {mg[2]:.0f} MB, predicted {pg[2]:.0f} MB (jstat; the model's "
+              "collections fitted on the session's other runs)"
+              for r in rows if "gc" in r for mg, pg in [r["gc"]]]
     lines += [f"{r['config']}: broker fitted on the session's other runs: "
               f"{b['request_cpu_us']:.0f} us per request unit, a cold start "
               f"{b['cold_us']:.0f} us after {b['cold_after_us']:.0f} us idle, "

@@ -442,6 +442,13 @@ def test_a_pause_sampled_while_under_way_gets_its_time_from_the_next_sample():
     assert gc_figures(first)[2] == pytest.approx([0.008])
 
 
+def test_the_model_s_collections_are_printed_beside_the_measured_ones():
+    rows = [{"config": CPU_CONFIGS[0], "gc": ((6.0, 2.0, 600.0), (5.0, 1.0, 512.0))}]
+    line, = where_cpu_went({}, rows)
+    assert ("young collections measured 6.0, predicted 5.0; Remarks measured 2.0, "
+            "predicted 1.0; allocated measured 600 MB, predicted 512 MB") in line
+
+
 def test_jstat_samples_before_the_span_are_only_its_baseline():
     # jstat starts during the warm-up (its start-up is a JVM's, which took the broker's CPU
     # when it started with the span): the collection read at t=1.0, before the span, is

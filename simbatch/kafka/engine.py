@@ -131,6 +131,12 @@ class KafkaRun(Run):
     broker_cpu_s: float = float("nan")
     broker_fetches: int = 0
     broker_cold_starts: int = 0
+    gc_youngs: int = 0
+    """The broker JVMs' young collections over the run (``[gc]``; 0 without it)."""
+    gc_remarks: int = 0
+    """Their marking cycles' Remark stops."""
+    gc_alloc_mb: float = 0.0
+    """What they allocated (MB)."""
 
     @property
     def latency_s(self) -> np.ndarray:
@@ -436,7 +442,10 @@ class _Simulation:
             outer_flushes=self.flushes, requests=sum(c.requests for c in clients),
             end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu,
             broker_fetches=sum(b.fetches for b in self.brokers) if self.brokers else 0,
-            broker_cold_starts=sum(b.cold_starts for b in self.brokers) if self.brokers else 0)
+            broker_cold_starts=sum(b.cold_starts for b in self.brokers) if self.brokers else 0,
+            gc_youngs=sum(g.youngs for g in self.gcs or ()),
+            gc_remarks=sum(g.remark_stops for g in self.gcs or ()),
+            gc_alloc_mb=sum(g.allocated_kb for g in self.gcs or ()) / 1024)
 
 
 class KafkaEngine:

@@ -110,6 +110,9 @@ class Collector:
         self.ends: list[float] = []
         self.before: list[float] = [0.0]   # paused time before pause k
         self.armed = 0                   # the idle wake-up that counts (see _arm_idle)
+        self.youngs = 0                  # young collections so far
+        self.remark_stops = 0            # marking cycles' Remarks so far
+        self.allocated_kb = 0.0          # what the broker allocated so far
         self._arm_idle()
 
     # ---------------------------------------------------------------- allocation
@@ -120,6 +123,7 @@ class Collector:
     def allocate(self, kb: float) -> None:
         self._count_idle()
         self.used_kb += kb
+        self.allocated_kb += kb
         if self.in_pause():
             return
         if self.used_kb >= self.eden_kb:
@@ -133,13 +137,16 @@ class Collector:
     def _count_idle(self) -> None:
         now = self.env.now
         if not self.in_pause() and now > self.since:
-            self.used_kb += self.idle_kb_per_tick * (now - self.since)
+            idle = self.idle_kb_per_tick * (now - self.since)
+            self.used_kb += idle
+            self.allocated_kb += idle
         self.since = max(self.since, now)
 
     def _pause(self) -> None:
         """A young collection: eden is empty after it; it may start a marking cycle."""
         length = float(self.pauses[int(self.rng.integers(self.pauses.size))])
         self._stop(length)
+        self.youngs += 1
         self.used_kb = 0.0
         self.armed += 1
         self.cycles += self.remarks_per_young
@@ -156,6 +163,7 @@ class Collector:
         self._count_idle()
         length = float(self.remarks[int(self.rng.integers(self.remarks.size))])
         self._stop(length)
+        self.remark_stops += 1
         self.armed += 1
         self.env.timeout(length).callbacks.append(self._after_pause)
 
