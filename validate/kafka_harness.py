@@ -319,10 +319,12 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
     ``src/hotspot/share/gc/shared/collectorCounters.hpp``, ``runtime/perfData.hpp``). So a
     sample taken during a pause shows its count but not its time: that collection's time is
     in the next sample's growth, which is split over it and the next sample's own
-    collections. (Read as a pause of 0, as until 2026-11-27, it gave the model pauses of
-    0.5 ms: 2 of the 16 in ``models/kafka-loopback.toml``. A collection under 0.5 ms, which
-    jstat's whole milliseconds read as 0, would merge into the next; ``-Xlog:gc`` shows none
-    under 3 ms on the local broker.)"""
+    collections; time that comes with no collection owed it is the rest of the last one (two
+    collections in one sample, the second still under way: their total and count are right,
+    their split is not). (Read as a pause of 0, as until 2026-11-27, it gave the model
+    pauses of 0.5 ms: 2 of the 16 in ``models/kafka-loopback.toml``. A collection under 0.5
+    ms, which jstat's whole milliseconds read as 0, would merge into the next; ``-Xlog:gc``
+    shows none under 3 ms on the local broker.)"""
     nothing: tuple[float, float, list[float], list[float]] = (float("nan"), float("nan"),
                                                               [], [])
     lines = [ln.split() for ln in text.splitlines() if ln.strip()]
@@ -339,7 +341,7 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
         return nothing
     kb, pauses, remarks = 0.0, [], []
     pending = 0                    # collections counted whose time is not in yet
-    for a, b in zip(rows, rows[1:]):
+    for i, (a, b) in enumerate(zip(rows, rows[1:])):
         n = int(b["YGC"] - a["YGC"])
         if n == 0:
             kb += max(0.0, b["EU"] - a["EU"])
@@ -347,8 +349,12 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
             kb += (a["EC"] - a["EU"]) + b["EU"] + (n - 1) * b["EC"]
         took = b["YGCT"] - a["YGCT"]
         if took > 0:
-            done = max(1, pending + n)       # 1: under way at the span's first sample
-            pauses += [took / done] * done
+            if pending + n:
+                pauses += [took / (pending + n)] * (pending + n)
+            elif i == 0:                 # under way at the span's first sample
+                pauses.append(took)
+            elif pauses:                 # the rest of one counted (and timed) already
+                pauses[-1] += took
             pending = 0
         else:
             pending += n
@@ -527,15 +533,19 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         producer.produce(topic, value=b"%012d" % -1, partition=p)
     producer.flush(config.connect_timeout_s)
     heap = GcSampler(broker_pid)          # before the warm-up: its start-up is a JVM's
-    idle0, idle_t0 = process_cpu_s(broker_pid), time.perf_counter()
-    time.sleep(config.warmup_s)
-    rec["broker_idle_cores"] = ((process_cpu_s(broker_pid) - idle0)
-                                / (time.perf_counter() - idle_t0))
-    outer = None
-    if config.outer_linger_ms is not None:
-        outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch, produce,
-                             config.outer_timer)
-        outer.start()
+    try:
+        idle0, idle_t0 = process_cpu_s(broker_pid), time.perf_counter()
+        time.sleep(config.warmup_s)
+        rec["broker_idle_cores"] = ((process_cpu_s(broker_pid) - idle0)
+                                    / (time.perf_counter() - idle_t0))
+        outer = None
+        if config.outer_linger_ms is not None:
+            outer = OuterBatcher(config.outer_linger_ms / 1e3, config.outer_max_batch,
+                                 produce, config.outer_timer)
+            outer.start()
+    except BaseException:
+        heap.kill()
+        raise
     gaps = scheduled_gaps_s(config)
     error = None
     gc_was_enabled = gc.isenabled()

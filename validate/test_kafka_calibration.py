@@ -444,6 +444,11 @@ def test_a_pause_sampled_while_under_way_gets_its_time_from_the_next_sample():
     first = "\n".join([head, " 0.0 65536.0 0.0 90000.0 11 0.100 0 0.000 2 0.010 0.110",
                        " 0.0 65536.0 10.0 90000.0 11 0.108 0 0.000 2 0.010 0.118", ""])
     assert gc_figures(first)[2] == pytest.approx([0.008])
+    # two collections in one sample, the second under way: two pauses, their whole time
+    two = "\n".join([head, " 0.0 65536.0 0.0 90000.0 10 0.100 0 0.000 2 0.010 0.110",
+                     " 0.0 65536.0 0.0 90000.0 12 0.110 0 0.000 2 0.010 0.120",
+                     " 0.0 65536.0 9.0 90000.0 12 0.118 0 0.000 2 0.010 0.128", ""])
+    assert gc_figures(two)[2] == pytest.approx([0.005, 0.013])
 
 
 def test_the_model_s_collections_are_printed_beside_the_measured_ones():
