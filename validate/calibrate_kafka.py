@@ -554,11 +554,11 @@ def fitted_gc(results: dict[str, Measured], held_out: str | None = None
 
     Why every configuration: allocation, pauses and marking cycles are the JVM's, the same
     for every configuration, and the fit runs alone (1 and 4 partitions) leave the cost per
-    partition fetched to a lever of 4. In today's three CI sessions (2026-11-27) they put
-    the 32-partition rung's allocation at 0.78, 0.78 and 0.82 of what jstat measured, so
-    the model had 4 young collections where the broker had 6; fitted on the sessions' other
+    partition fetched to a lever of 4. In three CI sessions on 2026-11-27 they put the
+    32-partition rung's allocation at 0.78, 0.78 and 0.82 of what jstat measured, so the
+    model had 4 young collections where the broker had 6; fitted on the sessions' other
     configurations (8- and 32-partition sparse runs too), 1.07, 1.22 and 0.90. Likewise
-    their pauses and Remarks: 3-4 pauses per session from the fit runs alone."""
+    their pauses and Remarks: 3-5 pauses per session from the fit runs alone."""
     from scipy.optimize import nnls
 
     seen: set[int] = set()
