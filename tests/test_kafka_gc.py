@@ -172,3 +172,23 @@ def test_a_bad_gc_section_gets_the_one_error_format(tmp_path, capsys):
     assert main(["run", str(path), "--replications", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(path) in err and "[gc] pause_ms" in err, err
+
+
+def test_a_response_due_inside_a_pause_is_held_to_its_end_in_one_step():
+    # a request due at 1 ms; a 20 ms pause starts 1e-7 us before that: the response comes
+    # at the pause's end plus that 1e-7 us. Stepping by the pause's overlap so far (1e-7 us
+    # per event), as the connection did until 2026-11-27, would take 2e11 events: a
+    # hypothesis example hung on such a step of a rounding error's size
+    from simbatch.kafka.client import Connection
+
+    env = simpy.Environment()
+    gc = Collector(env, GcConfig(eden_mb=1e6, pause_ms=(20.0,)), np.random.default_rng(0))
+    answered: list[tuple[int, float]] = []
+    conn = Connection(env, lambda r: answered.append((r, env.now)), gc=gc)
+    conn.send(0, 1000.0)                                   # clock units: microseconds
+    env.timeout(1000.0 - 1e-7).callbacks.append(lambda _e: gc._stop(20_000.0))
+    steps = 0
+    while env.peek() < 30_000 and steps < 100:
+        env.step()
+        steps += 1
+    assert answered == [(0, pytest.approx(21_000.0, abs=1e-6))] and steps < 10

@@ -48,7 +48,7 @@ pause counts at once.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Annotated
 
 import numpy as np
@@ -109,6 +109,7 @@ class Collector:
         self.starts: list[float] = []    # pauses, in order: start and cumulative paused time
         self.ends: list[float] = []
         self.before: list[float] = [0.0]   # paused time before pause k
+        self.at_start: list[float] = []    # the unpaused clock at pause k's start
         self.armed = 0                   # the idle wake-up that counts (see _arm_idle)
         self.youngs = 0                  # young collections so far
         self.remark_stops = 0            # marking cycles' Remarks so far
@@ -172,6 +173,7 @@ class Collector:
         now = self.env.now
         self.starts.append(now)
         self.ends.append(now + length)
+        self.at_start.append(now - self.before[-1])
         self.before.append(self.before[-1] + length)
         self.since = now + length
 
@@ -208,6 +210,11 @@ class Collector:
         if k == 0:
             return 0.0
         return self.before[k - 1] + min(t, self.ends[k - 1]) - self.starts[k - 1]
+
+    def due(self, u: float) -> float:
+        """The earliest time whose unpaused clock reaches ``u``, given the pauses so far
+        (scalar :meth:`wall_clock`)."""
+        return u + self.before[bisect_left(self.at_start, u)]
 
     def run_after(self, delay: float, then) -> None:
         """Call ``then()`` once ``delay`` of unpaused time has passed from now."""
