@@ -51,7 +51,7 @@ def test_idle_allocation_alone_pauses_every_eden_over_rate_plus_the_pause():
     # 10 MB of eden at 10 MB/s: full after 1 s; a pause of 50 ms, then 1 s more (nothing is
     # allocated while paused): pauses start at 1.0, 2.05, 3.1 s
     env = simpy.Environment()
-    gc = Collector(env, GcConfig(eden_mb=10, idle_mb_per_s=10, pause_ms=(50.0,)),
+    gc = Collector(env, GcConfig(eden_mb=10, idle_mb_per_s=10, pause_ms=(50.0,), warm=False),
                    np.random.default_rng(0))
     env.run(until=3.2e6)                           # clock units: microseconds
     assert np.allclose(gc.starts, [1.0e6, 2.05e6, 3.1e6], atol=2)
@@ -66,7 +66,8 @@ def test_every_other_young_collection_starts_a_cycle_whose_remark_stops_the_brok
     # the young pause after a Remark comes 20 ms later
     env = simpy.Environment()
     gc = Collector(env, GcConfig(eden_mb=10, idle_mb_per_s=10, pause_ms=(50.0,),
-                                 remarks_per_young=0.5, remark_ms=(20.0,), marking_ms=100),
+                                 remarks_per_young=0.5, remark_ms=(20.0,), marking_ms=100,
+                                 warm=False),
                    np.random.default_rng(0))
     env.run(until=4.5e6)
     lengths = np.subtract(gc.ends, gc.starts)
@@ -82,10 +83,32 @@ def test_every_other_young_collection_starts_a_cycle_whose_remark_stops_the_brok
 
 def test_a_run_reports_its_collections_and_what_was_allocated():
     # 2000 requests of 50 KB into 10 MB of eden: 9 young collections (the 10th needs 2048)
-    run = simulate_kafka(_case(GcConfig(eden_mb=10, request_kb=50, pause_ms=(5.0,))), 3)
+    run = simulate_kafka(_case(GcConfig(eden_mb=10, request_kb=50, pause_ms=(5.0,),
+                                        warm=False)), 3)
     assert run.gc_youngs == 9 and run.gc_remarks == 0
     assert run.gc_alloc_mb == pytest.approx(2000 * 50 / 1024)
     assert simulate_kafka(_case(GcConfig()), 3).gc_youngs == 0
+
+
+def test_a_warm_run_starts_at_a_stationary_fill_and_holds_alloc_over_eden_collections():
+    # 2000 requests of 50 KB (97.7 MB) into 10 MB of eden: started empty, always 9 young
+    # collections; a span of a long-running JVM (the default) starts with eden part full,
+    # uniformly, so it holds 9 or 10, 9.77 on average (the renewal process's stationary age)
+    gc = GcConfig(eden_mb=10, request_kb=50, pause_ms=(5.0,))
+    youngs = np.array([simulate_kafka(_case(gc), seed).gc_youngs for seed in range(200)])
+    assert set(youngs) == {9, 10}
+    assert youngs.mean() == pytest.approx(2000 * 50 / 1024 / 10, abs=0.1)   # 4 sigma
+    # the marking cycles' phase too: at half a cycle per young collection, 4 or 5 Remarks
+    stops = []
+    for seed in range(40):
+        env = simpy.Environment()
+        c = Collector(env, GcConfig(eden_mb=10, idle_mb_per_s=10, pause_ms=(50.0,),
+                                    remarks_per_young=0.5, remark_ms=(20.0,)),
+                      np.random.default_rng(seed))
+        env.run(until=9.0e6)
+        assert 0 < c.starts[0] < 1.0e6                   # eden part full at the start
+        stops.append(c.remark_stops)
+    assert set(stops) == {4, 5}
 
 
 def test_a_request_in_flight_is_held_back_by_the_pause_it_overlaps():
@@ -94,7 +117,7 @@ def test_a_request_in_flight_is_held_back_by_the_pause_it_overlaps():
     # broker for 20 ms: it is answered 20 ms late; so is the message before it, whose fetch
     # (98.8-99.1 ms) the pause interrupts, and every message published during the pause
     # (they wait for its end), less the time they were published into it.
-    gc = GcConfig(eden_mb=1, request_kb=1024 / 100, pause_ms=(20.0,))
+    gc = GcConfig(eden_mb=1, request_kb=1024 / 100, pause_ms=(20.0,), warm=False)
     run = simulate_kafka(_case(gc, n_messages=150, feed="periodic"), 1)
     lat = run.latency_s * 1e3
     base = 1.1

@@ -136,7 +136,13 @@ NOT_YET: dict[tuple[str, str], str] = {
         "collections and 1 Remark where jstat counts 7-8 and 2-3 (its allocation 0.82-0.88 of"
         " jstat's, and eden's capacity above the allocation between collections), and "
         "sessions of the rung alone, whose collections rest on the fit runs, gave 17.3 / "
-        "13.8, 23.2 / 15.1 and 18.0 / 13.2"),
+        "13.8, 23.2 / 15.1 and 18.0 / 13.2. Since the model's runs start at a stationary "
+        "eden fill (gc.py, warm): two sessions of the rung alone 19.1 / 14.4 and 17.6 / 15.7; "
+        "given the rung's own pauses and allocation (6 young, 3 Remarks) the first reads 14.8,"
+        " so what is left is not the count: aligned with -Xlog:safepoint, the measured "
+        "messages in flight over a pause are answered up to 1-10 ms beyond its length (most "
+        "around Remarks, whose concurrent marking slows acks before them too), the model's "
+        "within ~0.5 ms of it"),
     ("linger10-p32-1000ps-dense", "broker_cpu"): (
         "CI scales the models file's costs by one factor fitted on this session's CPU_FIT runs "
         "(4 partitions), and the two configurations' CPU ratio moves from session to session: "

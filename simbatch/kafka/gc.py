@@ -41,6 +41,26 @@ pause freezes the broker's work: a produce request's round trip, a stage on a br
 request in flight when a pause starts is answered the pause's length later, and one sent
 during it waits for its end. Connections still answer in order (``client.py``).
 
+A run is a span of a long-running JVM (``warm``, the default): at its start eden is part
+full and the marking cycles part way, each at a uniform draw -- with eden of a fixed size
+filled at a steady rate, a moment not tied to the collections finds it at any fill alike
+(the renewal process's stationary age). So a run allocating ``A`` into eden ``E`` holds
+``A / E`` young collections on average, as a measured span after a warm-up does; started
+empty (``warm = false``) it holds ``floor(A / E)``, half a collection fewer on average
+(measured 2026-11-27 on the calibration's 32-partition rung, a 4 s span: ~87 MB of eden
+per young collection, 557 MB allocated, 6 collections; the model, started empty, 5). Not
+drawn: a marking cycle under way at the start (its Remark then comes in the first
+``marking_ms``; a few % of starts).
+
+Not modelled: the concurrent phases' CPU. A cycle marks for ~35-40 ms before its Remark and
+rebuilds remembered sets for 12-25 ms after it, on one thread each (``-Xlog:gc``, the
+calibration's 32-partition rung, 2026-11-27), beside the broker's threads and, on the local
+machine, the client's. Aligned with ``-Xlog:safepoint``, the measured messages in flight
+over a stop were answered up to 1-10 ms beyond its length (most around Remarks, with acks
+slowed before them too), the model's within ~0.5 ms; holding one of the model's two cores
+for the marking and the rebuild moved that rung's p99 by only 0.3-0.5 ms (its cores carry
+the broker alone, not the harness beside it), so it was not kept.
+
 Simplifications: G1's adaptive eden size is one measured figure; mixed collections count
 as young ones; the consumer's idle polls (no data) are in the idle rate; allocation during a
 pause counts at once.
@@ -77,6 +97,7 @@ class GcConfig:
     remarks_per_young: NonNeg = 0.0
     remark_ms: tuple[Annotated[Float, at.Gt(0)], ...] = ()
     marking_ms: NonNeg = 50.0
+    warm: bool = True
     RULES = (Rule("pause_ms", "at least one measured pause when eden_mb is set",
                   lambda g: g.eden_mb is None or len(g.pause_ms) > 0),
              Rule("remark_ms", "at least one measured Remark when remarks_per_young > 0",
@@ -105,6 +126,9 @@ class Collector:
         self.cycles = 0.0                # marking cycles owed (remarks_per_young each young)
         self.rng = rng
         self.used_kb = 0.0
+        if config.warm:                  # a span of a long-running JVM (module docstring)
+            self.used_kb = float(rng.random()) * self.eden_kb
+            self.cycles = float(rng.random()) if self.remarks_per_young > 0 else 0.0
         self.since = 0.0                 # idle allocation counted up to here
         self.starts: list[float] = []    # pauses, in order: start and cumulative paused time
         self.ends: list[float] = []
