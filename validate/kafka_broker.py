@@ -173,18 +173,34 @@ def stop(pid: int, data_dir: str | None = None, timeout_s: float = 20.0) -> None
 
 class KafkaBroker:
     """Context manager: a running single-node broker, always stopped and cleaned up;
-    ``properties`` as :func:`start`'s."""
+    ``properties`` as :func:`start`'s. A SIGTERM to the process (``timeout``, a job
+    scheduler) while it runs becomes ``SystemExit``, so the broker is stopped then too: the
+    default action would end the process at once and leave the broker's JVM running."""
 
     def __init__(self, properties: tuple[str, ...] = ()) -> None:
         self.properties = properties
+        self._previous: object = None
 
     def __enter__(self) -> KafkaBroker:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, _terminated)
         info = start(properties=self.properties)
         self.pid, self.bootstrap, self.data_dir = info["pid"], info["bootstrap"], info["data_dir"]
         return self
 
     def __exit__(self, *exc) -> None:
-        stop(self.pid, self.data_dir)
+        try:
+            stop(self.pid, self.data_dir)
+        finally:
+            if self._previous is not None:
+                signal.signal(signal.SIGTERM, self._previous)  # type: ignore[arg-type]
+                self._previous = None
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main() -> None:
