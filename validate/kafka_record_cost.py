@@ -26,12 +26,13 @@ recompiles the large-request path for a minute or more (measured 2026-11-27: 1.3
 compiler CPU in each of the first 6 s rounds, the request path's CPU falling by two thirds),
 so :data:`WARM_ROUNDS` rounds come first and are not fitted.
 
-What it found (2026-11-27, on fresh brokers): the request path costs 840 +- 84 us per request
-(produce or fetch; ``--reps 4``) and 1007 +- 128 (three repetitions), and 0.32 +- 0.31 and
--0.06 +- 0.48 us per record of 256 bytes: a record's share is too small to measure here, and
-nowhere near the ladder's 3.06 us. In the first of those sessions the JVM's collector threads
-also burned 0.35-0.56 cores at 10 produce requests/s of ~0.65 and ~1.3 MB (linger 100 ms at
-20,000 and 40,000 records/s) and ~0 at 47/s of ~130 KB (20 ms); in the second, 0 and 0.1. A
+What it found (2026-11-27, three fresh brokers): the request path costs 840 +- 84, 734 +- 30
+(``--reps 4``) and 1007 +- 128 us per request (produce or fetch; three repetitions), and
+0.32 +- 0.31, 0.10 +- 0.11 and -0.06 +- 0.48 us per record of 256 bytes: a record's own share
+is too small to tell from zero here, and nowhere near the ladder's 3.06 us. In the first
+session the JVM's collector threads also burned 0.35-0.56 cores at 10 produce requests/s of
+~0.65 and ~1.3 MB (linger 100 ms at 20,000 and 40,000 records/s) and ~0 at 47/s of ~130 KB
+(20 ms); in the others, 0-0.1 and ~0. A
 produce request is read into one heap buffer of its size (``NetworkReceive.readFrom``
 allocates ``receiveSize`` from the socket server's memory pool, ``MemoryPool.NONE`` -- a
 plain ``ByteBuffer.allocate`` -- unless ``queued.max.request.bytes`` is set: Kafka's

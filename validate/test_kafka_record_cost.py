@@ -59,8 +59,8 @@ def test_a_request_costs_the_broker_what_the_ladder_fitted_for_a_cold_one(kafka_
     # requests, so each starts cold: the models file, fitted on the calibration's ladder of
     # small requests, charges request_cpu_us + cold_us (313 + 393 us) for a produce request
     # that finds it idle. The design here tells a request's cost (produce or fetch) from a
-    # record's on the request path's own threads: 840 +- 84 us in a session of four
-    # repetitions, 1007 +- 128 in one of three (2026-11-27). The two methods share nothing
+    # record's on the request path's own threads: 840 +- 84 and 734 +- 30 us in sessions of
+    # four repetitions, 1007 +- 128 in one of three (2026-11-27). The two methods share nothing
     # but the broker, and count a request differently (the ladder's fit is the whole JVM's
     # and charges a fetch after its append warm), so the same order is what is held: within
     # a factor of 2.
