@@ -100,7 +100,7 @@ partitions, linger 10 ms):
   records (``validate/kafka_record_cost.py``), the request path's own cost per record is
   too small to tell from zero, while requests of half a G1 region or more are humongous
   objects whose cost to the collector depends on the heap's state (0.35-0.56 cores at 10
-  requests/s of 0.65-1.3 MB in one session, ~0-0.1 in another).
+  requests/s of 0.65-1.3 MB in one session of three, ~0-0.1 in the others).
 """
 
 from __future__ import annotations
