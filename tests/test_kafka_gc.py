@@ -215,3 +215,22 @@ def test_a_response_due_inside_a_pause_is_held_to_its_end_in_one_step():
         env.step()
         steps += 1
     assert answered == [(0, pytest.approx(21_000.0, abs=1e-6))] and steps < 10
+
+
+def test_a_broker_stage_ending_inside_a_pause_waits_for_its_end_in_one_step():
+    # a stage of 2 ms of unpaused time from 0; a 20 ms pause starts 1e-7 us before 1 ms, a
+    # second one of 5 ms at 21.5 ms (1 ms of the stage is left after the first): it ends
+    # at 2 + 20 + 5 = 27 ms. Waiting out the pause time owed since the last check, as the
+    # broker's stages did until 2026-11-27, stepped through the first pause by 1e-7 us per
+    # event: a hypothesis example in CI crawled there for minutes
+    env = simpy.Environment()
+    gc = Collector(env, GcConfig(eden_mb=1e6, pause_ms=(20.0,)), np.random.default_rng(0))
+    done: list[float] = []
+    gc.run_after(2000.0, lambda: done.append(env.now))    # clock units: microseconds
+    env.timeout(1000.0 - 1e-7).callbacks.append(lambda _e: gc._stop(20_000.0))
+    env.timeout(21_500.0).callbacks.append(lambda _e: gc._stop(5_000.0))
+    steps = 0
+    while env.peek() < 40_000 and steps < 100:
+        env.step()
+        steps += 1
+    assert done == [pytest.approx(27_000.0, abs=1e-6)] and steps < 12

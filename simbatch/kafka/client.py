@@ -47,14 +47,11 @@ import simpy
 
 from .broker import Broker
 from .clock import S_PER_TICK, ticks
-from .gc import Collector
+from .gc import PAUSE_SLACK, Collector
 from .partitioners import Sticky
 from .producer import KafkaProducerConfig
 
 _EMPTY = np.zeros(0, np.int64)
-PAUSE_SLACK = 1e-6
-"""Clock units (1 ps): a response the broker's pauses put later by less than this is not
-held back (the rounding of the paused-time sums, not a pause)."""
 
 
 class Batch:
