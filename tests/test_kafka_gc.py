@@ -139,6 +139,7 @@ def test_the_unpaused_clock_and_its_inverse_agree(pauses, t):
         at += gap
         gc.starts.append(at)
         gc.ends.append(at + length)
+        gc.at_start.append(at - gc.before[-1])
         gc.before.append(gc.before[-1] + length)
         at += length
     times = np.asarray(t, float)

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -182,8 +183,6 @@ class KafkaBroker:
         self._previous: object = None
 
     def __enter__(self) -> KafkaBroker:
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGTERM, _terminated)
         info = start(properties=self.properties)

@@ -553,7 +553,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     gc.freeze()
     gc.disable()
     rec["load_avg"] = os.getloadavg()[0]
-    requests0 = _requests(stats)
+    requests0 = request_counts(stats)
     heap.start_span()
     threads0 = thread_usage(broker_pid)
     cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
@@ -589,7 +589,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         rec["gc_pause_s"][:len(pauses)] = pauses[:n]
         rec["gc_remark_s"][:len(remarks)] = remarks[:n]
         time.sleep(1.5 * STATS_MS / 1e3)         # the clients' statistics after the run
-        rec["produce_requests"], rec["fetch_requests"] = np.subtract(_requests(stats),
+        rec["produce_requests"], rec["fetch_requests"] = np.subtract(request_counts(stats),
                                                                      requests0)
     finally:
         heap.kill()
@@ -620,7 +620,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     return rec
 
 
-def _requests(stats: dict[str, str]) -> tuple[float, float]:
+def request_counts(stats: dict[str, str]) -> tuple[float, float]:
     """(Produce requests the producer sent, Fetch requests the consumer sent) so far, from
     the clients' latest statistics (librdkafka's ``brokers.*.req``); NaN before any."""
     def count(which: str, request: str) -> float:

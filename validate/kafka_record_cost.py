@@ -52,7 +52,6 @@ starts (the local one only: the CPU is read from its process).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
@@ -64,7 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from validate.calibrate_kafka import broker_model_path, model_broker
-from validate.kafka_harness import HarnessError, process_cpu_s, thread_usage
+from validate.kafka_harness import HarnessError, process_cpu_s, request_counts, thread_usage
 
 HERE = Path(__file__).resolve().parent
 DESIGN = ((20_000, 100), (20_000, 20), (40_000, 100))
@@ -145,7 +144,7 @@ def measure_round(bootstrap: str, pid: int, rate: float, seconds: float, linger_
         _wait(lambda: got[0] >= WARM_RECORDS, timeout_s, "the warm-up's records")
         time.sleep(0.5)                           # a statistics report after the warm-up
         producer.poll(0)
-        before = process_cpu_s(pid), thread_usage(pid), _counts(stats)
+        before = process_cpu_s(pid), thread_usage(pid), request_counts(stats)
         t0 = time.perf_counter()
         chunk, sent, due = max(1, int(rate / 1000)), 0, t0
         while sent < n:                           # every millisecond its share of the rate
@@ -160,7 +159,7 @@ def measure_round(bootstrap: str, pid: int, rate: float, seconds: float, linger_
         span = time.perf_counter() - t0
         time.sleep(0.25)     # the clients' statistics after the span (the reader polls its own)
         producer.poll(0)
-        after = process_cpu_s(pid), thread_usage(pid), _counts(stats)
+        after = process_cpu_s(pid), thread_usage(pid), request_counts(stats)
     finally:
         done.set()
         if reader.is_alive():
@@ -179,16 +178,6 @@ def _produce(producer, topic: str, value: bytes, key: bytes) -> None:
             return
         except BufferError:                       # the client's queue is full: let it send
             producer.poll(0.001)
-
-
-def _counts(stats: dict[str, str]) -> tuple[float, float]:
-    def count(which: str, request: str) -> float:
-        if not stats[which]:
-            return 0.0
-        brokers = json.loads(stats[which]).get("brokers", {}).values()
-        return float(sum(b.get("req", {}).get(request, 0) for b in brokers))
-
-    return count("producer", "Produce"), count("consumer", "Fetch")
 
 
 def _wait(cond: Callable[[], bool], timeout_s: float, what: str) -> None:

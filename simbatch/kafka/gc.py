@@ -277,10 +277,8 @@ class Collector:
     def wall_clock(self, u: np.ndarray) -> np.ndarray:
         """The earliest time whose unpaused clock reaches ``u`` (inverse of
         :meth:`unpaused_clock`: a time that falls in a pause goes to its end)."""
-        starts = np.asarray(self.starts)
-        # unpaused clock at each pause's start; a pause k adds its length to every u beyond
-        at_start = starts - np.asarray(self.before[:-1])
-        k = np.searchsorted(at_start, u, side="left")
+        # a pause k adds its length to every u beyond its start's unpaused clock
+        k = np.searchsorted(np.asarray(self.at_start), u, side="left")
         return np.asarray(u, float) + np.asarray(self.before)[k]
 
 
