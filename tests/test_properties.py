@@ -172,7 +172,8 @@ def go_cases(draw):
                    backoff_us=tuple(np.linspace(3, 80, 11)), stall_per_s=(300.0, 600.0),
                    stall_us={"1": tuple(np.geomspace(30, 5000, 11)),
                              "2": tuple(np.geomspace(30, 9000, 11))},
-                   speed_ratio=tuple(np.linspace(1.0, 1.2, 11)))]))
+                   speed_ratio=tuple(np.linspace(1.0, 1.2, 11)),
+                   cpu_noise_ns=draw(st.sampled_from([0.0, 84.0, 5000.0])))]))
     return Case(workload=workload, batcher=batcher, service=draw(services()), host=host,
                 go=go)
 

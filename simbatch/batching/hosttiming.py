@@ -50,6 +50,20 @@ Two more properties of the host matter when the client's CPU is modelled (``[go]
   later they meet, and what ran between the flushes on one processor runs beside the
   other's (go-batcher's drain mode then gathers many transactions per flush). Empty (the
   default): every processor runs at the same speed.
+* ``cpu_noise_ns``: how much the CPU time of the same work varies from one run to the next
+  (caches, branch predictors, interrupts), as a variance per nanosecond of CPU: a run of
+  ``c`` ns takes ``c`` times a lognormal draw of mean 1 and variance ``cpu_noise_ns / c``.
+  The variance of a sum of independent pieces grows with its length, so it does not matter
+  how the model cuts the work into runs, and a long run varies less than a short one: at
+  84 ns, a ~3.6 us drain-mode cycle (a transaction's Puts, the worker's drain, the flush's
+  hand-off) by ~15 %, a 500 us spin by ~1.3 %. Measured on the harness's GOMAXPROCS 1 drain
+  blocks that make one flush per transaction, whose flush starts are one such cycle apart:
+  their spread (interquartile range over median) is 0.20-0.25 on this machine
+  (``validate/calibrate_gobatcher.py``, ``spreads_from``), which the model reproduces
+  with 83.5-134 ns. It matters where two processors run equal cycles: with fixed costs their
+  phase locks, and the other processor's Puts land during this one's flush in every cycle,
+  never during its drain; with the noise the phase wanders, as on the host. 0 (the
+  default): every run takes exactly its cost.
 
 Simplification: the sleep and timer distributions are those of an idle process. When the
 client's CPU is modelled, a timer that expires while one of its processors is running fires
@@ -128,6 +142,8 @@ class HostConfig:
     packed_us : list of float
         How long the client's threads share one CPU from the run's first wake-up of an idle
         processor, microseconds, at ``quantiles``; empty = never.
+    cpu_noise_ns : float
+        The variance of a run's CPU time per nanosecond of its cost (ns); 0 = none.
 
     Examples
     --------
@@ -147,6 +163,7 @@ class HostConfig:
     stall_us: dict[Str, Distribution] = Field(default_factory=dict)
     speed_ratio: tuple[Annotated[Float, at.Ge(1)], ...] = ()
     packed_us: tuple[Annotated[Float, at.Ge(0)], ...] = ()
+    cpu_noise_ns: NonNeg = 0.0
     RULES = (
         Rule("quantiles", "ascending from 0 to 1 when distributions are given", _grid_ok),
         Rule("wake_us", "one value, or one ascending value per quantile",
@@ -302,6 +319,11 @@ class HostTiming:
         if not self._packed.size:
             return 0.0
         return float(np.interp(self._uniform(), self._grid, self._packed)) * 1e-6
+
+    def normals(self) -> list[float]:
+        """A chunk of standard normal draws (the runs' CPU noise, ``cpu_noise_ns``)."""
+        rng = self._rng if self._rng is not None else np.random.default_rng(0)
+        return rng.standard_normal(self._CHUNK).tolist()
 
     def exponential(self) -> float:
         """A unit exponential draw (time to the next stall, in units of 1/rate)."""

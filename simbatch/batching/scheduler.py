@@ -60,6 +60,9 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
 * **The host's processors differ in speed** (``[host] speed_ratio``): each processor's
   runs take its own multiple of their CPU, drawn for the run
   (:meth:`~simbatch.batching.hosttiming.HostTiming.processor_speeds`).
+* **The same work takes a different time each run** (``[host] cpu_noise_ns``): a run of
+  ``c`` ns of CPU takes ``c`` times a lognormal draw of mean 1 and variance
+  ``cpu_noise_ns / c`` (:mod:`~simbatch.batching.hosttiming`).
 * **The kernel packs the client's threads onto one CPU** from the run's first wake-up of
   an idle processor's thread, for a drawn length (``[host] packed_us``): until then a run
   takes as many times its CPU as processors are running (they take turns on one CPU).
@@ -124,6 +127,7 @@ do to the same channels interleaves at this resolution (a run's effects land at 
 COLD_AFTER_S = 100e-6
 """A goroutine parked for longer than this resumes cold (``[go] cold_ns``)."""
 _CHUNK = 4096
+_log1p, _exp, _sqrt = math.log1p, math.exp, math.sqrt
 
 IDLE, WAKING, RUNNING = 0, 1, 2
 _CONT, _PARKED, _EXITED, _SYNCED = 0, 1, 2, 3
@@ -231,6 +235,8 @@ class Scheduler:
         self._rng = rng
         self._u: list[float] = []
         self._stalls = bool(host.config.stall_per_s)
+        self._noise_ns = host.config.cpu_noise_ns
+        self._z: list[float] = []
         self.ps = [P(i) for i in range(config.gomaxprocs or 1)]
         for p, slowness in zip(self.ps, host.processor_speeds(len(self.ps))):
             p.slowness = slowness
@@ -672,6 +678,12 @@ class Scheduler:
             except StopIteration:
                 status = _EXITED
             cost += self.p_extra_ns
+            if self._noise_ns and cost > 0:     # [host] cpu_noise_ns: lognormal, mean 1,
+                z = self._z                      # variance cpu_noise_ns / cost
+                if not z:
+                    z.extend(self.host.normals())
+                s2 = _log1p(self._noise_ns / cost)
+                cost *= _exp(_sqrt(s2) * z.pop() - 0.5 * s2)
             cost *= p.slowness
             p.busy_ns += cost
             if self._running > 1 and self.now < self._packed_until:
