@@ -11,7 +11,11 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
    stalls of the client's threads and idle processors' wake-ups (``host_from_probes``), and
    for each cell at GOMAXPROCS 2 how long the kernel ran the client's two threads on one
    CPU, from its blocks' measured run-queue wait (``packed_host``; ``--packing off``
-   leaves it out);
+   leaves it out); how much the same CPU work varies from run to run (``[host]
+   cpu_noise_ns``) is the host file's, or with ``--fit-noise`` fitted on the run's
+   GOMAXPROCS 1 drain blocks of one flush per transaction, whose flush starts are one cycle
+   apart (``fit_cpu_noise``); the spread of its spin flushes is printed beside the model's
+   (predicted, not fitted);
 2. takes the Go runtime's costs from a ``-costs`` file (micro-benchmarks) and, with
    ``--profile DIR...``, measures the rest from the harness's CPU profiles of some cells
    (``costs_from_profile``, ``PROFILED``): the worker's side of each flush and its
@@ -106,7 +110,8 @@ def load_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(blocks, probes) of a harness run directory (probes ``None`` if it has none); each
     block with ``first_flush_s``, when its first flush started, ``longest_flush_s``, its
     longest flush (both NaN where the run kept no flush rows for it), and ``speed_ratio``
-    (:func:`speed_ratio_from`; NaN where it cannot be told)."""
+    (:func:`speed_ratio_from`; NaN where it cannot be told), ``cycle_spread`` and
+    ``flush_spread`` (:func:`spreads_from`)."""
     blocks = read_csv(run / "blocks.csv")
     flushes = read_csv(run / "flushes.csv")
     first = flushes.groupby(["cell_no", "rep"]).start_us.min().rename("first_flush_s") / 1e6
@@ -114,6 +119,7 @@ def load_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
         [flushes.cell_no, flushes.rep]).max().rename("longest_flush_s")
     blocks = blocks.join(first, on=["cell_no", "rep"]).join(longest, on=["cell_no", "rep"])
     blocks = blocks.join(speed_ratio_from(blocks, flushes), on=["cell_no", "rep"])
+    blocks = blocks.join(spreads_from(blocks, flushes), on=["cell_no", "rep"])
     probes = None
     for name in ("probes.csv", "probes.csv.gz"):
         if (run / name).exists():
@@ -157,6 +163,97 @@ def speed_ratio_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.Series:
     index = pd.MultiIndex.from_tuples(list(out), names=["cell_no", "rep"]) if out else \
         pd.MultiIndex.from_arrays([[], []], names=["cell_no", "rep"])
     return pd.Series(list(out.values()), index=index, name="speed_ratio", dtype=float)
+
+
+# ------------------------------------------------------------------ the CPU's run-to-run noise
+SPREAD_MIN_TX = 16
+"""A block's flush gaps or durations count for a spread from this many flushes on."""
+NOISE_GRID_NS = (0.0, 25.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 400.0)
+"""``cpu_noise_ns`` values :func:`fit_cpu_noise` simulates the cycle cells at."""
+
+
+def spread(values: Iterable[float]) -> float:
+    """Interquartile range over median: how much a repeated piece of work's time varies,
+    robust to the host's rare long stalls (which the model draws apart: ``stall_per_s``)."""
+    q1, q2, q3 = np.percentile(np.asarray(list(values), float), [25, 50, 75])
+    return float((q3 - q1) / q2) if q2 > 0 else math.nan
+
+
+def is_cycle_cell(cell: Any) -> bool:
+    """The cells whose blocks' flush starts are one CPU cycle apart: GOMAXPROCS 1, drain
+    mode, every transaction at once, a sleep flush (so the flushes do not hold the
+    processor) and a pool that never makes the worker wait (not 4). In a block of one flush
+    per transaction each gap between flush starts is the same work -- a transaction's
+    Puts, the worker's drain, the flush's hand-off -- on one processor. ``cpu_noise_ns`` is
+    fitted on them (:func:`fit_cpu_noise`)."""
+    return (int(cell.gomaxprocs) == 1 and bool(cell.drain) and str(cell.cap) == "all"
+            and cell.flush == "sleep" and int(cell.max_concurrent) != 4
+            and int(cell.n_tx) >= SPREAD_MIN_TX)
+
+
+def is_spin_cell(cell: Any) -> bool:
+    """GOMAXPROCS 1 with a CPU-burning flush: every flush is the same 500 us of work, on one
+    processor. The spread of their durations is predicted, not fitted."""
+    return int(cell.gomaxprocs) == 1 and cell.flush == "spin"
+
+
+def spreads_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.DataFrame:
+    """Per block (indexed by cell_no and rep): ``cycle_spread``, the spread of the gaps
+    between flush starts in a block of :func:`is_cycle_cell` that made one flush per
+    transaction, and ``flush_spread``, the spread of the flush durations in a block of
+    :func:`is_spin_cell` with at least ``SPREAD_MIN_TX`` flushes (NaN elsewhere)."""
+    cycle = blocks[blocks.apply(is_cycle_cell, axis=1) & (blocks.n_flushes == blocks.n_tx)]
+    spin = blocks[blocks.apply(is_spin_cell, axis=1) & (blocks.n_flushes >= SPREAD_MIN_TX)]
+    out: dict[tuple[int, int], dict[str, float]] = {}
+    keys = ["cell_no", "rep"]
+    for key, g in flushes.merge(cycle[keys], on=keys).groupby(keys):
+        gaps = np.diff(np.sort(g.start_us.to_numpy(float)))
+        out.setdefault(key, {})["cycle_spread"] = spread(gaps)
+    for key, g in flushes.merge(spin[keys], on=keys).groupby(keys):
+        out.setdefault(key, {})["flush_spread"] = spread(g.end_us - g.start_us)
+    frame = pd.DataFrame.from_dict(out, orient="index",
+                                   columns=["cycle_spread", "flush_spread"])
+    frame.index = pd.MultiIndex.from_tuples(list(out), names=keys) if out else \
+        pd.MultiIndex.from_arrays([[], []], names=keys)
+    return frame
+
+
+def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
+                  seed: int = 1) -> tuple[float, float]:
+    """The model's medians of the same spreads as :func:`spreads_from` measures, over
+    ``reps`` simulated blocks of each cycle cell and spin cell (NaN where none)."""
+    cycle, flush = [], []
+    for cell in cells.itertuples():
+        if not (is_cycle_cell(cell) or is_spin_cell(cell)):
+            continue
+        for r in range(reps):
+            run = simulate(case_for(cell, host, go), replication_seed(seed, r))
+            start = np.frombuffer(run.recorder.batch_start) * 1e6
+            if is_cycle_cell(cell) and len(start) == int(cell.n_tx):
+                cycle.append(spread(np.diff(np.sort(start))))
+            elif is_spin_cell(cell) and len(start) >= SPREAD_MIN_TX:
+                flush.append(spread(np.frombuffer(run.recorder.batch_done_at) * 1e6 - start))
+    return (float(np.median(cycle)) if cycle else math.nan,
+            float(np.median(flush)) if flush else math.nan)
+
+
+def fit_cpu_noise(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, go: GoConfig,
+                  reps: int = 10) -> tuple[float, float, int]:
+    """``[host] cpu_noise_ns`` from a run: the value at which the model's cycle spread on
+    the run's :func:`is_cycle_cell` cells equals the measured one (the median over its
+    blocks of one flush per transaction), interpolated on ``NOISE_GRID_NS``. Returns the
+    value, the measured spread and the number of blocks; raises ValueError if the run has
+    no such block."""
+    measured = blocks.cycle_spread.dropna() if "cycle_spread" in blocks else pd.Series()
+    if measured.empty:
+        raise ValueError("no GOMAXPROCS 1 drain-mode block of one flush per transaction "
+                         "(is_cycle_cell) to fit the CPU noise on")
+    target = float(measured.median())
+    chosen = cells[cells.apply(is_cycle_cell, axis=1)]
+    model = [model_spreads(chosen, dataclasses.replace(host, cpu_noise_ns=ns), go, reps)[0]
+             for ns in NOISE_GRID_NS]
+    rising = np.maximum.accumulate(np.nan_to_num(model))
+    return float(np.interp(target, rising, NOISE_GRID_NS)), target, len(measured)
 
 
 def cells_of(blocks: pd.DataFrame) -> pd.DataFrame:
@@ -927,6 +1024,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="measured: each GOMAXPROCS 2 cell's threads share one CPU for its "
                          "blocks' measured run-queue wait (packed_host); off: never, to "
                          "see what the packing explains")
+    ap.add_argument("--fit-noise", action="store_true",
+                    help="fit [host] cpu_noise_ns on the run's GOMAXPROCS 1 drain blocks of "
+                         "one flush per transaction (is_cycle_cell) instead of taking the "
+                         "host file's")
     args = ap.parse_args(argv)
     for option, run in (("--run", args.run), *(("--repeat", r) for r in args.repeat)):
         if not any((run / name).exists() for name in ("blocks.csv", "blocks.csv.gz")):
@@ -939,6 +1040,16 @@ def main(argv: list[str] | None = None) -> int:
     host, summary = host_from_probes(args.host, probes, blocks)
     print(f"run {args.run}: {len(cells)} cells, {len(blocks)} blocks, block load average "
           f"median {blocks.loadavg_1m.median():.2f}; host: {summary}")
+    if args.fit_noise:
+        try:
+            noise, target, n = fit_cpu_noise(cells, blocks, host, go_from_file(
+                args.go or ROOT / "models" / "gobatcher-loopback.toml"))
+        except ValueError as e:
+            ap.error(f"--fit-noise: {args.run}: {e}")
+        print(f"CPU noise fitted on {n} blocks of one flush per transaction "
+              f"(is_cycle_cell): cpu_noise_ns = {noise:.1f} (host file: "
+              f"{host.cpu_noise_ns:g})")
+        host = dataclasses.replace(host, cpu_noise_ns=round(noise, 1))
     fit_cells = cells[cells.apply(is_fit_cell, axis=1)]
     if args.go is not None:
         go = go_from_file(args.go)
@@ -978,11 +1089,26 @@ def main(argv: list[str] | None = None) -> int:
     table = compare(shown, host, go, args.reps, set(fit_cells.cell))
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
     report(table, verdict)
+    print_spreads(shown, blocks, host, go)
     print(f"(simulated in {time.perf_counter() - t0:.0f} s)")
     if args.repeat:
         repeatability(args.run, shown, args.repeat, table, set(fit_cells.cell),
                       dict(zip(cells.cell, cells["size"].astype(int))))
     return 0
+
+
+def print_spreads(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, go: GoConfig,
+                  reps: int = 3, out=sys.stdout) -> None:
+    """The CPU noise's two figures, measured beside the model's (``cpu_noise_ns``): the
+    cycle spread (what it is fitted on) and the spin flushes' spread (predicted)."""
+    cycle, flush = model_spreads(cells, host, go, reps)
+    for name, column, pred in (("cycle", "cycle_spread", cycle), ("spin flush", "flush_spread",
+                                                                    flush)):
+        meas = blocks[column].dropna() if column in blocks else pd.Series()
+        if len(meas) and pred == pred:
+            print(f"GOMAXPROCS 1 {name} spread (IQR / median), {len(meas)} blocks: measured "
+                  f"{meas.median():.3f}, predicted {pred:.3f} (cpu_noise_ns = "
+                  f"{host.cpu_noise_ns:g})", file=out)
 
 
 def repeatability(run: Path, cells: pd.DataFrame, others: list[Path], table: pd.DataFrame,
