@@ -525,6 +525,24 @@ def test_a_cell_selection_that_matches_nothing_is_refused_by_name(capsys):
 
 
 # ------------------------------------------------------------------ the CPU's run-to-run noise
+def test_a_run_without_cycle_blocks_cannot_fit_the_noise_and_says_why(tmp_path, capsys):
+    from validate.calibrate_gobatcher import main, read_csv
+
+    small = HARNESS / "data" / "small"
+    blocks = read_csv(small / "blocks.csv")
+    keep = blocks[blocks.gomaxprocs == 2]                   # no GOMAXPROCS 1 drain cycle
+    keep.to_csv(tmp_path / "blocks.csv", index=False)
+    flushes = read_csv(small / "flushes.csv")
+    flushes.merge(keep[["cell_no", "rep"]]).to_csv(tmp_path / "flushes.csv", index=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--run", str(tmp_path), "--go", str(ROOT / "models" / "gobatcher-loopback.toml"),
+              "--fit-noise"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--fit-noise: {tmp_path}: no GOMAXPROCS 1 drain-mode block" in err
+    assert "Traceback" not in err
+
+
 def test_spreads_are_taken_from_serial_cycle_blocks_and_spin_flushes_only():
     from validate.calibrate_gobatcher import spreads_from
 
