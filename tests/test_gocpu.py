@@ -49,6 +49,18 @@ def test_a_default_go_section_is_the_cpu_off():
 
 
 # ------------------------------------------------------------------ scheduler rules
+def _go_each(env, sched, n, child):
+    """A main goroutine makes ``n`` goroutines ``child(g, i)`` with go statements, then
+    runs 1 us of CPU; the simulation runs to its end."""
+    def main(g):
+        for i in range(n):
+            sched.go(child, i)
+        yield 1000.0
+
+    sched.start(main)
+    env.run()
+
+
 def _sched(procs=1, wake_us=10.0, backoff_us=3.0, **costs):
     env = simpy.Environment()
     go = GoConfig(gomaxprocs=procs, **{**FREE, **costs})
@@ -170,13 +182,7 @@ def test_a_slower_processor_takes_longer_for_the_same_cpu_and_the_first_keeps_it
         yield 100_000.0                # 100 us of CPU
         ends[i] = (round(sched.now * 1e6, 3), g.p.id)
 
-    def main(g):
-        for i in range(2):
-            sched.go(spin, i)
-        yield 1000.0
-
-    sched.start(main)
-    env.run()
+    _go_each(env, sched, 2, spin)
     # P0 runs its runnext (1) after main's 1 us; P1 wakes at 5 us and steals 0
     assert ends == {1: (101.0, 0), 0: (155.0, 1)}
 
@@ -390,8 +396,8 @@ def test_one_processor_serialises_cpu_bound_flushes():
     assert two.block_time_s < 0.7 * one.block_time_s
 
 
-def test_packed_threads_take_turns_on_one_cpu_for_the_drawn_time():
-    # [host] packed_us: from the run's first wakep the two processors share one CPU
+def test_packed_threads_run_on_one_cpu_for_the_drawn_time():
+    # [host] packed_us: from the run's first wakep one processor runs the goroutines
     case = _drain_case(8, procs=2, flush_cpu=True)
     one = simulate(_drain_case(8, flush_cpu=True), 1)
     two = simulate(case, 1)
@@ -400,11 +406,36 @@ def test_packed_threads_take_turns_on_one_cpu_for_the_drawn_time():
     always = simulate(replace(case, host=HostConfig(quantiles=grid, packed_us=(1e6,) * 3)), 1)
     assert never.block_time_s == two.block_time_s
     assert always.block_time_s == pytest.approx(one.block_time_s, rel=0.05)
-    assert always.go_cpu_s == pytest.approx(two.go_cpu_s, rel=0.05)   # turns, not more CPU
+    assert always.go_cpu_s == pytest.approx(two.go_cpu_s, rel=0.05)   # one CPU, not more
     # a window shorter than the block: in between
     half = HostConfig(quantiles=grid, packed_us=(2000.0,) * 3)
     part = simulate(replace(case, host=half), 1).block_time_s
     assert two.block_time_s < part < always.block_time_s
+
+
+def test_a_thread_woken_while_the_threads_are_packed_waits_for_the_window_to_end():
+    # [host] packed_us: the kernel holds the woken thread off the running one's CPU, so the
+    # goroutines it would steal run on the busy processor, at full speed, or wait
+    def starts(packed_us):
+        env = simpy.Environment()
+        host = HostConfig(quantiles=(0.0, 1.0), wake_us=(5.0, 5.0), backoff_us=(3.0, 3.0),
+                          packed_us=(packed_us, packed_us))
+        sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
+                          HostTiming(host, np.random.default_rng(0)))
+        out = {}
+
+        def child(g, i):
+            out[i] = (round(sched.now * 1e6, 3), g.p.id)
+            yield 20_000.0                 # 20 us of CPU each
+
+        _go_each(env, sched, 4, child)
+        return out
+    free = starts(0.0)
+    assert {p for _, p in free.values()} == {0, 1}          # the woken P1 steals some
+    packed = starts(100.0)
+    # the window (100 us from the first go statement) outlasts P0's 81 us of work: P0 runs
+    # all four back to back at full speed, P1 never gets a goroutine
+    assert sorted(packed.values()) == [(1.0, 0), (21.0, 0), (41.0, 0), (61.0, 0)]
 
 
 @pytest.mark.parametrize("n", [2, 5, 16])

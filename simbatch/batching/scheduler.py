@@ -64,8 +64,12 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
   ``c`` ns of CPU takes ``c`` times a lognormal draw of mean 1 and variance
   ``cpu_noise_ns / c`` (:mod:`~simbatch.batching.hosttiming`).
 * **The kernel packs the client's threads onto one CPU** from the run's first wake-up of
-  an idle processor's thread, for a drawn length (``[host] packed_us``): until then a run
-  takes as many times its CPU as processors are running (they take turns on one CPU).
+  an idle processor's thread, for a drawn length (``[host] packed_us``): a thread woken
+  until then waits for that CPU, which the running thread holds (the kernel gives one of
+  two runnable threads a slice of milliseconds, longer than the window), so it starts
+  looking for work only when the window ends, and one processor runs the goroutines
+  meanwhile. As measured: the harness's drain blocks whose threads waited long for a CPU
+  (``runq_wait_s``) make one flush per transaction, as at GOMAXPROCS 1.
 
 So the order of simultaneous runnable goroutines -- the worker woken by a ``Put`` against
 the producers still putting -- follows from these rules and the random wake-up latencies:
@@ -550,7 +554,8 @@ class Scheduler:
         p = self._idle.popleft()
         self._to_waking(p)
         self._spinning += 1
-        self._at(self.now + self.host.wake_s(), self._spin, p)
+        # while the threads are packed, the woken one waits for the running one's CPU
+        self._at(max(self.now + self.host.wake_s(), self._packed_until), self._spin, p)
 
     def _spin(self, p: P) -> None:
         """A woken thread looks for work (``findRunnable`` while spinning)."""
@@ -686,8 +691,6 @@ class Scheduler:
                 cost *= _exp(_sqrt(s2) * z.pop() - 0.5 * s2)
             cost *= p.slowness
             p.busy_ns += cost
-            if self._running > 1 and self.now < self._packed_until:
-                cost *= self._running          # the threads take turns on one CPU
             self.p = None
             if status == _PARKED or status == _EXITED:
                 g.parked_at = self.now + cost * 1e-9
