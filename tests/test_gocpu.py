@@ -150,6 +150,7 @@ def test_the_cpu_noise_has_mean_one_and_a_variance_that_adds_up_over_a_run_s_pie
     # [host] cpu_noise_ns: a run of c ns takes c x a lognormal of mean 1, variance noise / c;
     # without it every run takes exactly its cost
     assert _run_lengths(0.0, 3600.0, 50) == pytest.approx(np.full(50, 3600.0))
+    assert np.isfinite(_run_lengths(84.0, 1e-300, 50)).all()   # no overflow to NaN
     noise = 84.0
     for c in (400.0, 3600.0, 500_000.0):
         runs = _run_lengths(noise, c, 20_000)

@@ -683,8 +683,10 @@ class Scheduler:
             except StopIteration:
                 status = _EXITED
             cost += self.p_extra_ns
-            if self._noise_ns and cost > 0:     # [host] cpu_noise_ns: lognormal, mean 1,
-                z = self._z                      # variance cpu_noise_ns / cost
+            # [host] cpu_noise_ns: lognormal, mean 1, variance cpu_noise_ns / cost (none
+            # below a picosecond, where noise / cost would overflow)
+            if self._noise_ns and cost > 1e-3:
+                z = self._z
                 if not z:
                     z.extend(self.host.normals())
                 s2 = _log1p(self._noise_ns / cost)
