@@ -1102,6 +1102,7 @@ def print_spreads(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, g
     """The CPU noise's two figures, measured beside the model's (``cpu_noise_ns``): the
     cycle spread (what it is fitted on) and the spin flushes' spread (predicted)."""
     cycle, flush = model_spreads(cells, host, go, reps)
+    blocks = blocks[blocks.cell.isin(cells.cell)]          # the cells shown (--only)
     for name, column, pred in (("cycle", "cycle_spread", cycle), ("spin flush", "flush_spread",
                                                                     flush)):
         meas = blocks[column].dropna() if column in blocks else pd.Series()
