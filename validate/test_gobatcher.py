@@ -588,3 +588,32 @@ def test_the_cpu_noise_fitted_on_drain_cycles_predicts_the_spread_of_spin_flushe
     # without the noise the model's cycles are all alike, its spin flushes too
     still = model_spreads(chosen, dataclasses.replace(host, cpu_noise_ns=0.0), go, reps=1)
     assert still[0] < 0.02 and still[1] < 0.005
+
+
+def test_runs_packed_onto_one_cpu_are_serial_as_the_measured_packed_blocks_are():
+    # full9, GOMAXPROCS 2, drain, cap = all, a sleep flush: the blocks whose threads waited
+    # over 200 us for a CPU made about one flush per transaction in 80-100 % of the cases,
+    # the others in 16-50 %; the model's runs, each packed as its paired block, follow
+    # (one thread at a time while packed: 93-100 % and 4-62 % at 60 runs a cell)
+    from validate.calibrate_gobatcher import packed_host, predict
+
+    blocks, probes = load_run(HARNESS / "data" / "full9")
+    cells = cells_of(blocks)
+    host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
+    go = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
+    chosen = cells[cells.cell.str.fullmatch(
+        r"p2/v2\.0\.6/s4096-t5ms/drain/mc(?:0|64)/all/n(?:16|64)/k3/sleep500us")]
+    assert len(chosen) == 4
+    meas = {True: [], False: []}
+    pred = {True: [], False: []}
+    for cell in chosen.itertuples():
+        n = int(cell.n_tx)
+        for wait, flushes in zip(cell.runq_waits, cell.flushes):
+            meas[wait > 200e-6].append(flushes >= 0.9 * n)
+        runs = predict(cell, host, go, reps=30)
+        for r, flushes in enumerate(runs.flushes):
+            packed = packed_host(cell, host, r).packed_us[0] > 200.0
+            pred[packed].append(flushes >= 0.9 * n)
+    assert np.mean(meas[True]) >= 0.8 and np.mean(meas[False]) <= 0.5
+    assert np.mean(pred[True]) >= 0.8                     # at half speed: 0.0-0.5
+    assert np.mean(pred[False]) <= 0.5
