@@ -212,7 +212,7 @@ class _Pump:
 
     def __init__(self, pump: Callable[[tuple[float, int]], None],
                  key: tuple[float, int]) -> None:
-        self.callbacks = [lambda _ev: pump(key)]
+        self.callbacks: list[Any] | None = [lambda _ev: pump(key)]   # SimPy sets None
         self._ok = True
         self.key = key
 
@@ -445,8 +445,8 @@ class Scheduler:
             while q:
                 head = q[0]
                 if simq:
-                    nxt = simq[0]
-                    if type(nxt[3]) is _Pump:           # superseded while pumping
+                    nxt: tuple[Any, ...] | None = simq[0]
+                    if type(simq[0][3]) is _Pump:       # superseded while pumping
                         nxt = self._sim_head()
                     if nxt is not None and nxt < (head[0], NORMAL, head[1]):
                         break
