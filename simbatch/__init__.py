@@ -7,6 +7,10 @@ points: :func:`load_scenario`, :func:`run_scenario`, :func:`simulate`.
 
 __version__ = "0.2.0"
 
+from . import native  # noqa: E402
+
+native.check()  # compiled modules (simbatch compile) run only as the sources compiled
+
 from . import batching, contention, kafka  # noqa: E402  (registers the engines)
 from .core.engine import engine_of  # noqa: E402
 from .planning.scenario import load_scenario  # noqa: E402
