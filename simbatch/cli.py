@@ -45,7 +45,11 @@ def _int(name: str, minimum: int):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="simbatch", description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--version", action="version", version=f"simbatch {__version__}")
+    from . import native
+
+    built = native.compiled()
+    parser.add_argument("--version", action="version", version=f"simbatch {__version__}"
+                        + (f" (compiled: {', '.join(built)})" if built else ""))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a scenario file", allow_abbrev=False,
                          description="Run every case of a scenario file and print predicted "

@@ -116,11 +116,14 @@ def test_the_compiled_engine_gives_the_same_runs_as_the_python_one(compiled_root
         assert got == digest(case, seed), (case, seed)
 
 
-def test_clean_removes_the_compiled_modules(compiled_root, tmp_path):
+def test_version_names_the_compiled_modules_and_clean_removes_them(compiled_root, tmp_path):
     root = tmp_path / "copy"
     shutil.copytree(compiled_root, root)
     batching = root / "simbatch" / "batching"
     assert native.compiled(batching) == list(native.MODULES)
+    version = _python(root, "from simbatch.cli import main; main(['--version'])")
+    assert version.stdout.strip().endswith(
+        "(compiled: scheduler, goclient, gosync, slicepool)"), version
     done = _python(root, "from simbatch.cli import main; raise SystemExit(main(['compile', "
                          "'--clean']))")
     assert done.returncode == 0, done.stderr
