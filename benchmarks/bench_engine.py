@@ -6,13 +6,17 @@ Runs, each in a fresh process so that its peak resident memory is its own:
   first-item timer, pool of 64, 500 us flush), with the client's CPU off (the default) and
   on (``[go]``: every goroutine on 2 modelled processors with the costs of
   ``models/gobatcher-loopback.toml``, the host's timers of ``models/host-loopback.toml``);
+* with ``--native``, both again on the engine compiled by ``simbatch compile`` (mypyc; built
+  for the benchmark in a temporary copy of the package, about a minute), so that the
+  compiled and the Python engine are timed in the same run;
 * the naive design beside it: one SimPy process per item, a ``simpy.Store`` as the channel,
   and the worker racing ``Store.get`` against a ``Timeout`` with ``AnyOf`` (what SimPy users
   hand-build today).
 
 Goal (issues 2 and 11): the million-input block in under 10 s on one core, under 2 GiB, and
 at least 10x the naive design's items per second, with the CPU off and on.
-Usage: ``python benchmarks/bench_engine.py [--inputs N] [--naive-inputs N] [--reps R]``.
+Usage: ``python benchmarks/bench_engine.py [--inputs N] [--naive-inputs N] [--reps R]
+[--native]``.
 Timings on a shared machine are noisy: each of the R repetitions runs every design in turn,
 each ratio is taken within one repetition, and the table and the verdicts give medians
 (with the repetitions' range).
@@ -22,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -122,7 +128,10 @@ def _child(kind: str, n_inputs: int, cap: int) -> None:
     if kind == "naive":
         result = _naive(n_inputs, cap)
     else:
-        result = _engine(n_inputs, cap, cpu=kind == "engine+cpu")
+        result = _engine(n_inputs, cap, cpu=kind.startswith("engine+cpu"))
+    from simbatch import native
+
+    result["compiled"] = native.compiled()
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
 
@@ -133,6 +142,9 @@ def main() -> None:
     parser.add_argument("--naive-inputs", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=3,
                         help="repetitions, each running every design in turn")
+    parser.add_argument("--native", action="store_true",
+                        help="also time the engine compiled by `simbatch compile`, built in "
+                             "a temporary copy of the package")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -140,29 +152,49 @@ def main() -> None:
         return
     if args.reps < 1:
         parser.error(f"--reps: must be at least 1; got {args.reps}")
-    runs = [(kind, n, cap) for kind, n in (("engine", args.inputs),
-                                           ("engine+cpu", args.inputs),
-                                           ("naive", args.naive_inputs))
-            for cap in (64, 4096)]
+    kinds = [("engine", args.inputs), ("engine+cpu", args.inputs)]
+    with tempfile.TemporaryDirectory(prefix="bench-native-") as tmp:
+        env = dict(os.environ)
+        if args.native:
+            kinds += [("engine, compiled", args.inputs), ("engine+cpu, compiled", args.inputs)]
+            env["PYTHONPATH"] = tmp
+            _build_native(Path(tmp))
+        _bench(args, [(kind, n, cap) for kind, n in (*kinds, ("naive", args.naive_inputs))
+                      for cap in (64, 4096)], env)
+
+
+def _build_native(root: Path) -> None:
+    from simbatch import native
+
+    t0 = time.perf_counter()
+    built = native.build(native.copy_package(root))
+    print(f"compiled {', '.join(built)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def _bench(args: argparse.Namespace, runs: list[tuple[str, int, int]],
+           native_env: dict[str, str]) -> None:
     reps: list[dict[tuple[str, int], dict]] = []
     for _ in range(args.reps):
         rep = {}
         for kind, n, cap in runs:
             out = subprocess.run([sys.executable, __file__, "--child", kind, str(n), str(cap)],
-                                 capture_output=True, text=True, check=True).stdout
+                                 capture_output=True, text=True, check=True,
+                                 env=native_env if kind.endswith("compiled") else None).stdout
             r = json.loads(out.strip().splitlines()[-1])
             r["items_per_s"] = r["items"] / r["wall_s"]
             rep[(kind, cap)] = r
         reps.append(rep)
     print(f"medians of {args.reps} repetition(s), each running every design in turn")
-    print("| design | fan-out | inputs | wall s | items/s | peak MiB | simulated block s |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| design | fan-out | inputs | wall s | items/s | peak MiB | simulated block s | "
+          "compiled modules |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     for kind, _n, cap in runs:
         rs = [rep[(kind, cap)] for rep in reps]
         print(f"| {kind} | {cap} | {rs[0]['items']:,} | {_median(rs, 'wall_s'):.2f} | "
               f"{_median(rs, 'items_per_s'):,.0f} | {_median(rs, 'peak_rss_mib'):.0f} | "
-              f"{rs[0]['simulated_block_time_s']:.4f} |")
-    for kind in ("engine", "engine+cpu"):
+              f"{rs[0]['simulated_block_time_s']:.4f} | {', '.join(rs[0]['compiled']) or '-'} |")
+    kinds = list(dict.fromkeys(kind for kind, _n, _cap in runs if kind != "naive"))
+    for kind in kinds:
         for cap in (64, 4096):
             ratios = sorted(rep[(kind, cap)]["items_per_s"] / rep[("naive", cap)]["items_per_s"]
                             for rep in reps)
@@ -173,6 +205,13 @@ def main() -> None:
             print(f"{kind}, fan-out {cap}: {speedup:.1f}x the naive design's items/s "
                   f"({ratios[0]:.1f}-{ratios[-1]:.1f}x); goal (<10 s, <2048 MiB, >=10x): "
                   f"{'met' if met else 'NOT met'}")
+    for kind in kinds:
+        if kind.endswith(", compiled"):
+            python = kind.removesuffix(", compiled")
+            for cap in (64, 4096):
+                ratio = statistics.median(rep[(python, cap)]["wall_s"] / rep[(kind, cap)]["wall_s"]
+                                          for rep in reps)
+                print(f"{kind}, fan-out {cap}: {ratio:.2f}x as fast as {python} in Python")
     print(f"load average (1 min) at the end: {open('/proc/loadavg').read().split()[0]}")
 
 
