@@ -119,19 +119,19 @@ def clean(package: Path = PACKAGE) -> list[Path]:
     return removed
 
 
-def build(package: Path = PACKAGE, *, log=None) -> list[str]:
+def build(package: Path = PACKAGE) -> list[str]:
     """Compile :data:`MODULES` of the ``simbatch`` package whose ``batching`` folder is
     ``package`` and put the extensions beside their sources; the modules compiled.
 
     The build runs in a temporary copy of the package (mypy type-checks the whole of it),
-    so a failed build leaves ``package`` as it was. Raises :class:`NativeError` with the
+    so a failed build leaves ``package`` as it was, and the hashes recorded are those of
+    the sources compiled, even if one is edited meanwhile. Raises :class:`NativeError` with the
     compiler's last lines if mypyc or the C compiler fails or is missing."""
     try:
         import mypyc  # noqa: F401
     except ImportError:
         raise NativeError("simbatch compile: mypyc is not installed (it comes with mypy: "
                           "python -m pip install -e \".[dev]\")") from None
-    clean(package)
     with tempfile.TemporaryDirectory(prefix="simbatch-native-") as tmp:
         root = Path(tmp)
         built = copy_package(root, package)
@@ -142,15 +142,14 @@ def build(package: Path = PACKAGE, *, log=None) -> list[str]:
         env = {**os.environ, "MYPY_FORCE_COLOR": "0"}
         done = subprocess.run([sys.executable, "setup_native.py", *sources], cwd=root,
                               env=env, capture_output=True, text=True)
-        if log is not None:
-            log.write(done.stdout + done.stderr)
         if done.returncode != 0 or not compiled(built):
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
             raise NativeError(f"simbatch compile: the build failed (mypyc and a C compiler "
                               f"with Python's headers are needed):\n{tail}")
+        clean(package)
         for name in (*MODULES, GROUP + "__mypyc"):
             for ext in _extensions(built, name):
                 shutil.copy2(ext, package / ext.name)
-    (package / MANIFEST).write_text(json.dumps(
-        {name: _digest(package / f"{name}.py") for name in MODULES}, indent=1) + "\n")
+        (package / MANIFEST).write_text(json.dumps(
+            {name: _digest(built / f"{name}.py") for name in MODULES}, indent=1) + "\n")
     return compiled(package)

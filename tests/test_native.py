@@ -155,3 +155,18 @@ def test_a_package_with_nothing_compiled_is_left_alone(tmp_path):
     batching = native.copy_package(tmp_path)
     native.check(batching)
     assert native.compiled(batching) == []
+
+
+def test_a_failed_build_says_why_and_leaves_the_package_as_it_was(tmp_path):
+    why = _why_not_compiled()
+    if why:
+        pytest.skip(f"cannot compile here: {why}")
+    batching = native.copy_package(tmp_path)
+    source = batching / "gosync.py"
+    source.write_text(source.read_text() + "\nBROKEN = (\n")     # mypy stops at parsing
+    before = sorted(p.name for p in batching.iterdir())
+    with pytest.raises(native.NativeError) as failed:
+        native.build(batching)
+    assert "the build failed" in str(failed.value)
+    assert "simbatch/batching/gosync.py" in str(failed.value)     # mypy's line for it
+    assert sorted(p.name for p in batching.iterdir()) == before
