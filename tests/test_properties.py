@@ -3,6 +3,8 @@ tick mode, every dispatch mode, blocking channels, permit pools, closed and open
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -200,8 +202,14 @@ def test_invariants_with_the_cpu_on(case, seed):
     if case.batcher.dispatch == "pool":
         assert max_in_flight(batches) <= case.batcher.max_concurrent
     # the processors cannot have done more than gomaxprocs x the block's time of work (a
-    # run's effects land at its start: the driver's last run may end a quantum later)
-    assert run.block_time_s >= run.go_cpu_s / case.go.gomaxprocs - 1e-5
+    # run's effects land at its start: the driver's last run may end a quantum later).
+    # With [host] cpu_noise_ns a run's CPU is a lognormal draw with no upper bound, and the
+    # runs still going at the block's end (the driver's last, at least) add theirs after
+    # it (a 449 ns run drew 10 us in a CI run), so the bound is held on the same case with
+    # the noise off.
+    quiet = run if not case.host.cpu_noise_ns else simulate(
+        dataclasses.replace(case, host=dataclasses.replace(case.host, cpu_noise_ns=0.0)), seed)
+    assert quiet.block_time_s >= quiet.go_cpu_s / case.go.gomaxprocs - 1e-5
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
