@@ -6,9 +6,10 @@ Runs, each in a fresh process so that its peak resident memory is its own:
   first-item timer, pool of 64, 500 us flush), with the client's CPU off (the default) and
   on (``[go]``: every goroutine on 2 modelled processors with the costs of
   ``models/gobatcher-loopback.toml``, the host's timers of ``models/host-loopback.toml``);
-* with ``--native``, both again on the engine compiled by ``simbatch compile`` (mypyc; built
-  for the benchmark in a temporary copy of the package, about a minute), so that the
-  compiled and the Python engine are timed in the same run;
+* with ``--native``, the CPU-on engine again, compiled by ``simbatch compile`` (mypyc;
+  built for the benchmark in a temporary copy of the package, about a minute), so that the
+  compiled and the Python engine are timed in the same run (the engine without ``[go]``
+  uses none of the compiled modules);
 * the naive design beside it: one SimPy process per item, a ``simpy.Store`` as the channel,
   and the worker racing ``Store.get`` against a ``Timeout`` with ``AnyOf`` (what SimPy users
   hand-build today).
@@ -156,8 +157,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-native-") as tmp:
         env = dict(os.environ)
         if args.native:
-            kinds += [("engine, compiled", args.inputs), ("engine+cpu, compiled", args.inputs)]
-            env["PYTHONPATH"] = tmp
+            kinds.append(("engine+cpu, compiled", args.inputs))
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [tmp, env.get("PYTHONPATH")]))
             _build_native(Path(tmp))
         _bench(args, [(kind, n, cap) for kind, n in (*kinds, ("naive", args.naive_inputs))
                       for cap in (64, 4096)], env)
