@@ -1,8 +1,10 @@
 package main
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -75,6 +77,9 @@ type block struct {
 	txs   []sync.WaitGroup
 	items []item
 	k     int
+	// wakerTid is the thread that runs the block's driver when it starts the first
+	// transaction: the thread that wakes the idle processor's (runqWaitSplit)
+	wakerTid string
 }
 
 func newBlock(c cell, spinIters int64) *block {
@@ -100,6 +105,7 @@ func (b *block) decorate(p putter, tx int) {
 // run decorates every transaction with the cell's fan-out and returns the block's start and
 // end (first transaction started, last one done).
 func (b *block) run(p putter, f fanout) (startNs, endNs int64) {
+	b.wakerTid = strconv.Itoa(syscall.Gettid())
 	startNs = now()
 	n := len(b.txs)
 	if f.kind == "seq" {

@@ -25,6 +25,8 @@ type blockResult struct {
 	minorFaults uint64        // page faults the kernel served in the block (getrusage ru_minflt)
 	stackStart  uint64        // the runtime's starting stack size for new goroutines at the block's start
 	runqWait    time.Duration // the working threads runnable but off CPU in the block (runqWaitSince)
+	wakerWait   time.Duration // the driver's thread at the block's start, off CPU (runqWaitSplit)
+	wokenWait   time.Duration // the longest wait of another thread (runqWaitSplit)
 	loadavg     float64
 	running     int // runnable threads on the machine just before the block, the harness's one included
 	steal, busy float64
@@ -43,6 +45,7 @@ var blockColumns = []string{
 	"inflight_max", "puts_blocked", "worker_pool_waits",
 	"process_cpu_s", "gc_cycles", "loadavg_1m", "host_running_threads",
 	"host_steal_share", "host_busy_share", "minor_faults", "stack_start_bytes", "runq_wait_s",
+	"runq_wait_waker_s", "runq_wait_woken_s",
 }
 
 func (r blockResult) row() []string {
@@ -70,6 +73,7 @@ func (r blockResult) row() []string {
 		itoa(r.inflightMax), blocked, waits,
 		secs(r.processCPU), itoa(r.gcCycles), fmt.Sprintf("%.2f", r.loadavg), itoa(r.running),
 		share(r.steal), share(r.busy), itoa(r.minorFaults), itoa(r.stackStart), secs(r.runqWait),
+		secs(r.wakerWait), secs(r.wokenWait),
 	}
 }
 

@@ -156,6 +156,7 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	proc1, cpu1, lib1, gc1, flt1, wait1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles(), minorFaults(), runqWaitSince(wait0, workingThreadRun)
 	res.minorFaults = flt1 - flt0
 	res.runqWait = wait1
+	res.wakerWait, res.wokenWait = runqWaitSplit(wait0, blk.wakerTid, splitThreadRun)
 
 	res.blockTime = time.Duration(endNs - startNs)
 	res.processCPU = proc1 - proc0
@@ -172,6 +173,10 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 // count in runq_wait_s (runqWaitSince): a thread that runs a processor's goroutines runs
 // for most of a CPU-bound block; the runtime's sysmon thread runs for microseconds.
 const workingThreadRun = 200 * time.Microsecond
+
+// splitThreadRun is how long a thread other than the waker must have run in a block for its
+// wait to count in runq_wait_woken_s (runqWaitSplit): more than sysmon's few wake-ups.
+const splitThreadRun = 20 * time.Microsecond
 
 // startTrace starts an execution trace of one block when -trace is given (a traced block runs
 // slower: the tracer records every scheduling event); the returned function stops it.

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSplitWaitsTellsTheWakerFromTheWokenThread(t *testing.T) {
+	before := threadTimes{"10": {1000, 500}, "11": {0, 0}, "12": {0, 0}}
+	after := threadTimes{
+		"10": {3000, 80500},  // the waker: ran 2 us, waited 80 us
+		"11": {150000, 9000}, // the woken thread: ran 150 us, waited 9 us
+		"12": {5000, 40000},  // sysmon: ran 5 us, its wait is left out
+		"13": {30000, 12000}, // a thread started in between: counted from zero
+	}
+	waker, woken := splitWaits(before, after, "10", 20*time.Microsecond)
+	if waker != 80*time.Microsecond {
+		t.Errorf("waker wait %v, want 80us (counted however little it ran)", waker)
+	}
+	if woken != 12*time.Microsecond {
+		t.Errorf("woken wait %v, want the longest other thread's, 12us", woken)
+	}
+	if w, _ := splitWaits(before, after, "99", time.Microsecond); w != 0 {
+		t.Errorf("a waker that is not among the threads waits %v, want 0", w)
+	}
+}
