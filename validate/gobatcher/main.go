@@ -69,7 +69,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.flushD, "flush", 500*time.Microsecond, "flush callback's work d (R1: 500us)")
 	flag.DurationVar(&o.maxBlock, "max-block", 2*time.Second, "full grid: leave out cells estimated to take longer per block")
 	flag.StringVar(&o.only, "only", "", "regexp: run only the cells whose id matches")
-	flag.StringVar(&o.gc, "gc", "between", "between: collector off during blocks, run between them; go: Go's own pacing")
+	flag.StringVar(&o.gc, "gc", "between", "between: collector off during blocks, run between them once the harness has allocated 64 MiB; block: before every block; release: before every block, returning the freed memory to the OS (debug.FreeOSMemory); go: Go's own pacing")
 	flag.StringVar(&o.host, "host", "", "also measure sleep and timer constants into this TOML file")
 	flag.IntVar(&o.hostProcs, "host-gomaxprocs", runtime.NumCPU(), "GOMAXPROCS for the host measurement")
 	flag.Float64Var(&o.hostScale, "host-scale", 1, "multiplies the host measurement's sample counts")
@@ -94,8 +94,8 @@ func parseFlags() (options, error) {
 // validate rejects bad flag values, naming the flag and the value.
 func (o options) validate() error {
 	switch {
-	case o.gc != "between" && o.gc != "go":
-		return fmt.Errorf("-gc must be between or go; got %q", o.gc)
+	case o.gc != "between" && o.gc != "block" && o.gc != "release" && o.gc != "go":
+		return fmt.Errorf("-gc must be between, block, release or go; got %q", o.gc)
 	case o.reps < 0 || o.focusReps < 0 || o.warmup < 0:
 		return fmt.Errorf("-reps, -focus-reps and -warmup must be >= 0; got %d, %d, %d", o.reps, o.focusReps, o.warmup)
 	case o.k < 1:
@@ -252,11 +252,11 @@ func runCells(o options, cells []cell, left leftOut) error {
 	defer probes.Close()
 
 	r := &runner{pool: batcherPool{}, warmup: o.warmup, seed: o.seed, blocks: blocks,
-		flushes: flushes, gcBetween: o.gc == "between", detailReps: o.detailReps, traceDir: o.traceDir,
+		flushes: flushes, gc: o.gc, detailReps: o.detailReps, traceDir: o.traceDir,
 		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs}
 	setProcs(1) // calibrate the spin on one core, as undisturbed as the machine allows
 	r.spinIters = calibrateSpin(o.flushD)
-	if r.gcBetween {
+	if r.gc != "go" {
 		disableGC()
 	}
 	info := runInfo{command: command(), cells: len(cells), left: left, spinIters: r.spinIters,

@@ -17,7 +17,7 @@ import (
 type runner struct {
 	pool       batcherPool
 	spinIters  int64
-	gcBetween  bool
+	gc         string // see -gc
 	warmup     int
 	detailReps int    // see -flush-detail-reps
 	traceDir   string // see -trace
@@ -210,20 +210,27 @@ func setProcs(p int) {
 	}
 }
 
-// maybeCollect runs the collector between blocks when -gc between turned it off, once the
-// harness has allocated gcEvery since the last collection, so a collection never lands inside
-// a measured block (a node collects too, but its heap and pace are not the harness's).
+// maybeCollect runs the collector between blocks when -gc turned its pacing off, so that a
+// collection never lands inside a measured block (a node collects too, but its heap and pace
+// are not the harness's): with -gc between once the harness has allocated gcEvery since the
+// last collection; with block before every block; with release before every block, then
+// returning the freed memory to the OS, so that the block starts on memory the kernel must
+// fault in again (what a block right after a collection meets, at most).
 func (r *runner) maybeCollect() {
-	if !r.gcBetween {
-		return
-	}
-	if a := heapAllocs(); a-r.lastGC > gcEvery {
+	switch r.gc {
+	case "between":
+		if a := heapAllocs(); a-r.lastGC > gcEvery {
+			runtime.GC()
+			r.lastGC = heapAllocs()
+		}
+	case "block":
 		runtime.GC()
-		r.lastGC = heapAllocs()
+	case "release":
+		debug.FreeOSMemory() // a collection, then the scavenger's whole work
 	}
 }
 
-// disableGC turns the collector's pacing off for -gc between.
+// disableGC turns the collector's pacing off for every -gc but go.
 func disableGC() { debug.SetGCPercent(-1) }
 
 func gcCycles() uint64   { return readUint64Metric("/gc/cycles/total:gc-cycles") }

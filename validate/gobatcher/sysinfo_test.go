@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,5 +23,18 @@ func TestSplitWaitsTellsTheWakerFromTheWokenThread(t *testing.T) {
 	}
 	if w, _ := splitWaits(before, after, "99", time.Microsecond); w != 0 {
 		t.Errorf("a waker that is not among the threads waits %v, want 0", w)
+	}
+}
+
+func TestGcFlagNamesEveryMode(t *testing.T) {
+	for _, mode := range []string{"between", "block", "release", "go"} {
+		o := options{gc: mode, procs: []int{1, 2}, grid: "small"}
+		if err := o.validate(); err != nil && strings.Contains(err.Error(), "-gc") {
+			t.Errorf("-gc %s rejected: %v", mode, err)
+		}
+	}
+	err := (options{gc: "often"}).validate()
+	if err == nil || !strings.Contains(err.Error(), `"often"`) {
+		t.Errorf("-gc often: got %v, want an error naming the value", err)
 	}
 }
