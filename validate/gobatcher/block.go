@@ -78,7 +78,7 @@ type block struct {
 	items []item
 	k     int
 	// wakerTid is the thread that runs the block's driver when it starts the first
-	// transaction: the thread that wakes the idle processor's (runqWaitSplit)
+	// transaction: the thread that wakes the idle processor's (splitWaits)
 	wakerTid string
 }
 

@@ -25,8 +25,8 @@ type blockResult struct {
 	minorFaults uint64        // page faults the kernel served in the block (getrusage ru_minflt)
 	stackStart  uint64        // the runtime's starting stack size for new goroutines at the block's start
 	runqWait    time.Duration // the working threads runnable but off CPU in the block (runqWaitSince)
-	wakerWait   time.Duration // the driver's thread at the block's start, off CPU (runqWaitSplit)
-	wokenWait   time.Duration // the longest wait of another thread (runqWaitSplit)
+	wakerWait   time.Duration // the driver's thread at the block's start, off CPU (splitWaits)
+	wokenWait   time.Duration // the longest wait of another thread (splitWaits)
 	loadavg     float64
 	running     int // runnable threads on the machine just before the block, the harness's one included
 	steal, busy float64

@@ -153,10 +153,10 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res.startUnix = time.Now()
 	startNs, endNs := blk.run(b, c.fan)
 	stopTrace()
-	proc1, cpu1, lib1, gc1, flt1, wait1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles(), minorFaults(), runqWaitSince(wait0, workingThreadRun)
+	proc1, cpu1, lib1, gc1, flt1, wait1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles(), minorFaults(), readThreadTimes()
 	res.minorFaults = flt1 - flt0
-	res.runqWait = wait1
-	res.wakerWait, res.wokenWait = runqWaitSplit(wait0, blk.wakerTid, splitThreadRun)
+	res.runqWait = runqWaitSince(wait0, wait1, workingThreadRun)
+	res.wakerWait, res.wokenWait = splitWaits(wait0, wait1, blk.wakerTid, splitThreadRun)
 
 	res.blockTime = time.Duration(endNs - startNs)
 	res.processCPU = proc1 - proc0
@@ -175,7 +175,7 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 const workingThreadRun = 200 * time.Microsecond
 
 // splitThreadRun is how long a thread other than the waker must have run in a block for its
-// wait to count in runq_wait_woken_s (runqWaitSplit): more than sysmon's few wake-ups.
+// wait to count in runq_wait_woken_s (splitWaits): more than sysmon's few wake-ups.
 const splitThreadRun = 20 * time.Microsecond
 
 // startTrace starts an execution trace of one block when -trace is given (a traced block runs

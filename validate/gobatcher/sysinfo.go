@@ -142,15 +142,15 @@ func readThreadTimes() threadTimes {
 	return out
 }
 
-// runqWaitSince is the time the process's working threads spent runnable but off a CPU since
-// before: summed over the threads that ran at least minRun in between. Across a block it is
-// what the machine's scheduler took from the threads that run the client's processors --
-// other processes, and those threads packed onto one CPU -- leaving out the runtime's
-// background thread (sysmon), which wakes for microseconds and, while both CPUs are busy,
-// waits for one without holding anything up.
-func runqWaitSince(before threadTimes, minRun time.Duration) time.Duration {
+// runqWaitSince is the time the process's working threads spent runnable but off a CPU
+// between before and after: summed over the threads that ran at least minRun in between.
+// Across a block it is what the machine's scheduler took from the threads that run the
+// client's processors -- other processes, and those threads packed onto one CPU -- leaving
+// out the runtime's background thread (sysmon), which wakes for microseconds and, while both
+// CPUs are busy, waits for one without holding anything up.
+func runqWaitSince(before, after threadTimes, minRun time.Duration) time.Duration {
 	var sum int64
-	for tid, now := range readThreadTimes() {
+	for tid, now := range after {
 		prev := before[tid] // a thread started in between: from zero
 		if now[0]-prev[0] >= int64(minRun) {
 			sum += now[1] - prev[1]
@@ -159,20 +159,15 @@ func runqWaitSince(before threadTimes, minRun time.Duration) time.Duration {
 	return time.Duration(sum)
 }
 
-// runqWaitSplit is runqWaitSince split by who waited (splitWaits), read from /proc now.
-func runqWaitSplit(before threadTimes, waker string, minRun time.Duration) (wakerWait, wokenWait time.Duration) {
-	return splitWaits(before, readThreadTimes(), waker, minRun)
-}
-
-// splitWaits: the run-queue wait between before and after of the thread named waker (the one
-// that ran the block's driver at its start, and so woke the idle processor's thread), and
-// the longest of any other thread that ran at least minRun in between (the woken one).
-// Unlike runq_wait_s no thread is left out for running less than 200 us: a short block's
-// threads run for less, and when the kernel puts the woken thread on the waker's CPU one of
-// the two waits while the other runs (probe.go). minRun only leaves out the runtime's sysmon.
+// splitWaits is the same wait split by who waited: that of the thread named waker (the one
+// that ran the block's driver at its start, and so woke the idle processor's thread), and the
+// longest of any other thread that ran at least minRun in between (the woken one). Unlike
+// runqWaitSince no thread is left out for running less than 200 us: a short block's threads
+// run for less, and when the kernel puts the woken thread on the waker's CPU one of the two
+// waits while the other runs (probe.go). minRun only leaves out the runtime's sysmon.
 func splitWaits(before, after threadTimes, waker string, minRun time.Duration) (wakerWait, wokenWait time.Duration) {
 	for tid, now := range after {
-		prev := before[tid] // a thread started in between: from zero
+		prev := before[tid]
 		wait := time.Duration(now[1] - prev[1])
 		if tid == waker {
 			wakerWait = wait
