@@ -22,6 +22,7 @@ type item struct {
 	rec    *recorder
 	wg     *sync.WaitGroup
 	putNs  int64 // just before Put
+	putP   int32 // the processor it was Put on (procID)
 	doneNs int64 // when the flush callback completed it
 }
 
@@ -29,6 +30,7 @@ type item struct {
 type flushRec struct {
 	startNs, endNs int64
 	size           int
+	p              int32 // the processor that ran the callback
 }
 
 // recorder collects one block's flushes. Every item carries a pointer to it, so the one
@@ -48,11 +50,12 @@ type recorder struct {
 func onFlush(batch []*item) {
 	r := batch[0].rec
 	start := now()
+	fp := int32(procID())
 	r.enter()
 	r.work.do(r.spinIters)
 	end := now()
 	r.inflight.Add(-1)
-	r.flushes[r.nFlush.Add(1)-1] = flushRec{startNs: start, endNs: end, size: len(batch)}
+	r.flushes[r.nFlush.Add(1)-1] = flushRec{startNs: start, endNs: end, size: len(batch), p: fp}
 	for _, it := range batch {
 		it.doneNs = end
 		it.wg.Done()
@@ -80,6 +83,15 @@ type block struct {
 	// wakerTid is the thread that runs the block's driver when it starts the first
 	// transaction: the thread that wakes the idle processor's (splitWaits)
 	wakerTid string
+	// startNs is the block's start on the harness clock (its first transaction started);
+	// driverP is the processor that runs the driver at the block's start; otherPNs when a
+	// transaction first started on another processor (ns after the block's start, -1: none):
+	// the woken processor's first transaction; spawnedNs when the driver had started every
+	// transaction (ns after the start, -1: sequential)
+	driverP   int
+	otherPNs  atomic.Int64
+	startNs   int64
+	spawnedNs int64
 }
 
 func newBlock(c cell, spinIters int64) *block {
@@ -94,9 +106,13 @@ func newBlock(c cell, spinIters int64) *block {
 // decorate is one transaction: one Put per input, then wait for all of them.
 func (b *block) decorate(p putter, tx int) {
 	b.txs[tx].Add(b.k)
+	if b.otherPNs.Load() < 0 && procID() != b.driverP {
+		b.otherPNs.CompareAndSwap(-1, now()-b.startNs)
+	}
 	for i := tx * b.k; i < (tx+1)*b.k; i++ {
 		it := &b.items[i]
 		it.putNs = now()
+		it.putP = int32(procID())
 		p.Put(it)
 	}
 	b.txs[tx].Wait()
@@ -106,7 +122,11 @@ func (b *block) decorate(p putter, tx int) {
 // end (first transaction started, last one done).
 func (b *block) run(p putter, f fanout) (startNs, endNs int64) {
 	b.wakerTid = strconv.Itoa(syscall.Gettid())
+	b.driverP = procID()
+	b.otherPNs.Store(-1)
+	b.spawnedNs = -1
 	startNs = now()
+	b.startNs = startNs
 	n := len(b.txs)
 	if f.kind == "seq" {
 		for tx := 0; tx < n; tx++ {
@@ -123,6 +143,7 @@ func (b *block) run(p putter, f fanout) (startNs, endNs int64) {
 	for tx := 0; tx < n; tx++ {
 		g.Go(func() error { b.decorate(p, tx); return nil })
 	}
+	b.spawnedNs = now() - startNs
 	_ = g.Wait() // decorate returns no error
 	return startNs, now()
 }

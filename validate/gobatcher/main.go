@@ -51,6 +51,7 @@ type options struct {
 	dry                        bool
 	detailReps                 int
 	traceDir                   string
+	items                      bool
 	cpuProfile                 string
 	afterIdle                  int
 }
@@ -78,6 +79,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.probeEvery, "probe-every", 10, "run a CPU-availability probe at each GOMAXPROCS every N blocks (0: never)")
 	flag.DurationVar(&o.probeD, "probe", 10*time.Millisecond, "duration of each CPU-availability probe")
 	flag.IntVar(&o.detailReps, "flush-detail-reps", -1, "write flushes.csv rows of blocks above 256 transactions for their first R repetitions only (-1: all), to bound the file's size")
+	flag.BoolVar(&o.items, "items", false, "also write items.csv: every item of the blocks of at most 256 transactions, when it was Put, on which processor, and when its flush completed it")
 	flag.StringVar(&o.traceDir, "trace", "", "write an execution trace (runtime/trace, read with go tool trace) of every measured block into this directory, one file per block: for looking at one cell's scheduling with -only, not for timing")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (runtime/pprof, read with go tool pprof) of the whole run into this file: with -only, -probe-every 0 and many -reps, where one cell's CPU goes")
 	flag.IntVar(&o.afterIdle, "after-idle", 0, "also run the after-idle probe (afteridle.go) with this many trials per state and print its table")
@@ -250,9 +252,16 @@ func runCells(o options, cells []cell, left leftOut) error {
 		return err
 	}
 	defer probes.Close()
+	var items *csvFile
+	if o.items {
+		if items, err = createCSV(o.out, "items.csv", itemColumns); err != nil {
+			return err
+		}
+		defer items.Close()
+	}
 
 	r := &runner{pool: batcherPool{}, warmup: o.warmup, seed: o.seed, blocks: blocks,
-		flushes: flushes, gc: o.gc, detailReps: o.detailReps, traceDir: o.traceDir,
+		flushes: flushes, items: items, gc: o.gc, detailReps: o.detailReps, traceDir: o.traceDir,
 		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs}
 	setProcs(1) // calibrate the spin on one core, as undisturbed as the machine allows
 	r.spinIters = calibrateSpin(o.flushD)
@@ -308,7 +317,7 @@ func (i runInfo) write(path string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f, `# written by validate/gobatcher: how blocks.csv and flushes.csv were measured
+	fmt.Fprintf(f, `# written by validate/gobatcher: how blocks.csv and flushes.csv (and items.csv) were measured
 command = %q
 go = %q
 cpus = %d

@@ -27,6 +27,11 @@ type blockResult struct {
 	runqWait    time.Duration // the working threads runnable but off CPU in the block (runqWaitSince)
 	wakerWait   time.Duration // the driver's thread at the block's start, off CPU (splitWaits)
 	wokenWait   time.Duration // the longest wait of another thread (splitWaits)
+	gcBefore    uint64        // collections since the previous block's end (maybeCollect's)
+	driverP     int           // the processor that ran the driver at the block's start
+	spawned     time.Duration // the driver had started every transaction; < 0: sequential
+	otherP      time.Duration // a transaction first started on another processor; < 0: none
+	lockWait    time.Duration // goroutines waiting for a mutex or a runtime lock (lockWait)
 	loadavg     float64
 	running     int // runnable threads on the machine just before the block, the harness's one included
 	steal, busy float64
@@ -45,7 +50,8 @@ var blockColumns = []string{
 	"inflight_max", "puts_blocked", "worker_pool_waits",
 	"process_cpu_s", "gc_cycles", "loadavg_1m", "host_running_threads",
 	"host_steal_share", "host_busy_share", "minor_faults", "stack_start_bytes", "runq_wait_s",
-	"runq_wait_waker_s", "runq_wait_woken_s",
+	"runq_wait_waker_s", "runq_wait_woken_s", "gc_before", "driver_processor", "spawned_us",
+	"other_processor_first_us", "lock_wait_s",
 }
 
 func (r blockResult) row() []string {
@@ -73,8 +79,17 @@ func (r blockResult) row() []string {
 		itoa(r.inflightMax), blocked, waits,
 		secs(r.processCPU), itoa(r.gcCycles), fmt.Sprintf("%.2f", r.loadavg), itoa(r.running),
 		share(r.steal), share(r.busy), itoa(r.minorFaults), itoa(r.stackStart), secs(r.runqWait),
-		secs(r.wakerWait), secs(r.wokenWait),
+		secs(r.wakerWait), secs(r.wokenWait), itoa(int(r.gcBefore)), itoa(r.driverP),
+		usOrEmpty(r.spawned), usOrEmpty(r.otherP), secs(r.lockWait),
 	}
+}
+
+// usOrEmpty is d in microseconds to 0.1 us, or empty when d < 0 (not observed).
+func usOrEmpty(d time.Duration) string {
+	if d < 0 {
+		return ""
+	}
+	return strconv.FormatFloat(float64(d.Nanoseconds())/1e3, 'f', 1, 64)
 }
 
 // flushColumns documents flushes.csv: one row per flush callback of a measured block, in
@@ -84,7 +99,7 @@ func (r blockResult) row() []string {
 // reason_inferred is the trigger as the
 // batch length tells (see inferReason).
 var flushColumns = []string{"cell_no", "rep", "flush_index", "start_us", "end_us", "batch_size",
-	"reason_inferred"}
+	"reason_inferred", "processor"}
 
 func flushRows(c cell, rep int, startNs int64, fl []flushRec) [][]string {
 	fl = slices.Clone(fl)
@@ -93,7 +108,28 @@ func flushRows(c cell, rep int, startNs int64, fl []flushRec) [][]string {
 	rows := make([][]string, len(fl))
 	for i, f := range fl {
 		rows[i] = []string{itoa(c.no), itoa(rep), itoa(i), us(f.startNs), us(f.endNs),
-			itoa(f.size), inferReason(f.size, c.key)}
+			itoa(f.size), inferReason(f.size, c.key), itoa(int(f.p))}
+	}
+	return rows
+}
+
+// itemColumns documents items.csv (-items): one row per item of a measured block of at most
+// itemsMaxTx transactions; cell_no and rep join it to blocks.csv. Times are microseconds from
+// the block's start, to 0.1 us; processor is the one the item was Put on (procID), so that a
+// block's Puts can be followed processor by processor (blocks.csv's driver_processor is the
+// driver's). An item's transaction is item / inputs_per_tx.
+var itemColumns = []string{"cell_no", "rep", "item", "put_us", "processor", "done_us"}
+
+// itemsMaxTx bounds the blocks whose items -items writes.
+const itemsMaxTx = 256
+
+func itemRows(c cell, rep int, startNs int64, items []item) [][]string {
+	us := func(ns int64) string { return strconv.FormatFloat(float64(ns-startNs)/1e3, 'f', 1, 64) }
+	rows := make([][]string, len(items))
+	for i := range items {
+		it := &items[i]
+		rows[i] = []string{itoa(c.no), itoa(rep), itoa(i), us(it.putNs), itoa(int(it.putP)),
+			us(it.doneNs)}
 	}
 	return rows
 }

@@ -24,8 +24,10 @@ type runner struct {
 	seed       uint64
 	blocks     *csvFile
 	flushes    *csvFile
-	lastGC     uint64 // heap bytes allocated (cumulative) at the last forced collection
-	mismatches int    // v2 blocks whose library reasons differ from the inferred ones
+	items      *csvFile // -items; nil: not written
+	lastGC     uint64   // heap bytes allocated (cumulative) at the last forced collection
+	gcSeen     uint64   // collections counted at the end of the last block
+	mismatches int      // v2 blocks whose library reasons differ from the inferred ones
 	probes     *csvFile
 	probeEvery int
 	probeD     time.Duration
@@ -118,25 +120,24 @@ func (r *runner) visit(c cell, rep int) error {
 	if err := r.blocks.write(res.row()); err != nil {
 		return err
 	}
+	if r.items != nil && c.nTx <= itemsMaxTx {
+		if err := r.items.write(itemRows(c, rep, blk.startNs, blk.items)...); err != nil {
+			return err
+		}
+	}
 	if c.nTx > 256 && r.detailReps >= 0 && rep >= r.detailReps {
 		return nil
 	}
 	return r.flushes.write(flushRows(c, rep, blk.startNs, blk.flushes())...)
 }
 
-// measuredBlock is a block after its run, with its start on the harness clock.
-type measuredBlock struct {
-	*block
-	startNs int64
-}
-
 // measure runs one block of the cell and gathers everything about it. Only the fan-out (first
 // transaction started to last transaction done) is timed; the readings of /proc and the
 // collector's work happen outside that window.
-func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
+func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 	b, err := r.pool.get(c.key)
 	if err != nil {
-		return blockResult{}, measuredBlock{}, err
+		return blockResult{}, nil, err
 	}
 	setProcs(c.procs)
 	blk := newBlock(c, r.spinIters)
@@ -145,15 +146,22 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res := blockResult{c: c, rep: rep}
 	res.loadavg, res.running = loadavg()
 	res.stackStart = readUint64Metric("/gc/stack/starting-size:bytes")
+	lock0 := lockWait()
 	lib0, cpu0, proc0, gc0, flt0, wait0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles(), minorFaults(), readThreadTimes()
 	stopTrace, err := r.startTrace(c, rep)
 	if err != nil {
-		return blockResult{}, measuredBlock{}, err
+		return blockResult{}, nil, err
 	}
 	res.startUnix = time.Now()
 	startNs, endNs := blk.run(b, c.fan)
 	stopTrace()
 	proc1, cpu1, lib1, gc1, flt1, wait1 := processCPU(), readCPUTimes(), b.counts.snapshot(), gcCycles(), minorFaults(), readThreadTimes()
+	res.lockWait = lockWait() - lock0
+	res.driverP = blk.driverP
+	res.spawned = time.Duration(blk.spawnedNs)
+	res.otherP = time.Duration(blk.otherPNs.Load())
+	res.gcBefore = gc0 - r.gcSeen
+	r.gcSeen = gc1
 	res.minorFaults = flt1 - flt0
 	res.runqWait = runqWaitSince(wait0, wait1, workingThreadRun)
 	res.wakerWait, res.wokenWait = splitWaits(wait0, wait1, blk.wakerTid, splitThreadRun)
@@ -166,7 +174,7 @@ func (r *runner) measure(c cell, rep int) (blockResult, measuredBlock, error) {
 	res.fs = summarizeFlushes(blk.flushes(), c.key)
 	res.lat = itemLatencies(blk.items)
 	res.inflightMax = blk.rec.inflightMax.Load()
-	return res, measuredBlock{blk, startNs}, nil
+	return res, blk, nil
 }
 
 // workingThreadRun is how long a thread must have run in a block for its run-queue wait to
@@ -235,6 +243,17 @@ func disableGC() { debug.SetGCPercent(-1) }
 
 func gcCycles() uint64   { return readUint64Metric("/gc/cycles/total:gc-cycles") }
 func heapAllocs() uint64 { return readUint64Metric("/gc/heap/allocs:bytes") }
+
+// lockWait is the time goroutines have spent waiting for a sync.Mutex, a sync.RWMutex or
+// one of the runtime's own locks (runtime/metrics, since Go 1.22), cumulative.
+func lockWait() time.Duration {
+	s := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * 1e9)
+}
 
 func readUint64Metric(name string) uint64 {
 	s := []metrics.Sample{{Name: name}}
