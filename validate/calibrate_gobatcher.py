@@ -465,11 +465,22 @@ def focus(cell: Any) -> bool:
     return bool(cell.drain) and str(cell.cap) == "all" and int(cell.n_tx) <= 64
 
 
+def few_flushes(flushes: Any, n_tx: Any) -> Any:
+    """Whether a block of ``n_tx`` transactions made a few flushes (<= max(2, N/8)); arrays
+    or scalars."""
+    return np.asarray(flushes) <= np.maximum(2, np.asarray(n_tx) / 8)
+
+
+def one_per_transaction(flushes: Any, n_tx: Any) -> Any:
+    """Whether a block made about one flush per transaction (>= 0.9 N); arrays or scalars."""
+    return np.asarray(flushes) >= 0.9 * np.asarray(n_tx)
+
+
 def composition(flushes: list[int], n_tx: int) -> tuple[float, float]:
-    """Shares of blocks made of a few flushes (<= max(2, N/8)) and of about one per
-    transaction (>= 0.9 N), the harness README's classes."""
-    f = np.asarray(flushes)
-    return float((f <= max(2, n_tx / 8)).mean()), float((f >= 0.9 * n_tx).mean())
+    """Shares of blocks made of a few flushes and of about one per transaction
+    (:func:`few_flushes`, :func:`one_per_transaction`), the harness README's classes."""
+    return (float(few_flushes(flushes, n_tx).mean()),
+            float(one_per_transaction(flushes, n_tx).mean()))
 
 
 def _row(cell: Any, block_times: list[float], flushes: list[int], longest: list[float],

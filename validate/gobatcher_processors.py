@@ -4,8 +4,8 @@ processor by processor (issue 11; validate/gobatcher/data/README.md, "Who put wh
 For each block of at most 256 transactions, from its items (when each was Put, on which
 processor) and flushes (when each started, on which processor):
 
-* ``kind``: ``few`` (a few flushes, <= max(2, N/8)), ``one`` (about one per transaction,
-  >= 0.9 N) or ``mid``, the classes of :func:`validate.calibrate_gobatcher.composition`;
+* ``kind``: ``few`` (a few flushes), ``one`` (about one per transaction) or ``mid``, the
+  classes of :func:`validate.calibrate_gobatcher.composition`;
 * ``first_share``: the share of the block's Puts made by the processor that made its first
   Put (call it A);
 * ``silence_us``: how long the processor that ran the block's largest flush (the worker's
@@ -30,15 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from validate.calibrate_gobatcher import read_csv
-
-KINDS = ("few", "mid", "one")
+from validate.calibrate_gobatcher import few_flushes, one_per_transaction, read_csv
 
 
 def kind_of(n_flushes: pd.Series, n_tx: pd.Series) -> pd.Series:
     """Each block's composition class (see the module docstring)."""
-    few = n_flushes <= np.maximum(2, n_tx / 8)
-    one = n_flushes >= 0.9 * n_tx
+    few, one = few_flushes(n_flushes, n_tx), one_per_transaction(n_flushes, n_tx)
     return pd.Series(np.where(few, "few", np.where(one, "one", "mid")), index=n_flushes.index)
 
 
