@@ -123,13 +123,12 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # (data/README.md). The composition cells off are at GOMAXPROCS 2, where the real blocks make
 # a few large flushes (3-60 % of them, with a sleeping flush too) and the model's never do:
 # those blocks have no run-queue wait in any thread, so it is not the guest's packing; the
-# processor that readied the worker stops for 100-250 us while the other puts the rest of the
-# block, in a third of them asleep on the item channel's runtime lock, and the share moves
-# from 7 to 60 % between two runs of a cell (data/README.md, last two sections). On a quiet
-# machine
-# the small grid measured in the job can meet the ratio figure and sometimes the first (88.7 %
-# within 15 %, worst 1.85x, ratio 90 % in a run at b35601f). Measured in this job, so not
-# strict.
+# processor holding the worker is silent a median 187 us (q10-q90 133-375) while the other
+# puts the rest of the block, a third of those blocks asleep on the item channel's runtime
+# lock, and a cell's share is 7 % in the full grid and 60 % in a run of these cells alone
+# (data/README.md, last two sections). On a quiet machine the small grid measured in the
+# job can meet the ratio figure and sometimes the first (88.7 % within 15 %, worst 1.85x,
+# ratio 90 % in a run at b35601f). Measured in this job, so not strict.
 SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode at "
                           "GOMAXPROCS 2 collapses into a few large flushes is not yet "
                           "predicted per cell (see comment)")
