@@ -247,19 +247,24 @@ func heapAllocs() uint64 { return readUint64Metric("/gc/heap/allocs:bytes") }
 // lockWait is the time goroutines have spent waiting for a sync.Mutex, a sync.RWMutex or
 // one of the runtime's own locks (runtime/metrics, since Go 1.22), cumulative.
 func lockWait() time.Duration {
-	s := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
+	v := readMetric("/sync/mutex/wait/total:seconds")
+	if v.Kind() != metrics.KindFloat64 {
 		return 0
 	}
-	return time.Duration(s[0].Value.Float64() * 1e9)
+	return time.Duration(v.Float64() * 1e9)
 }
 
 func readUint64Metric(name string) uint64 {
-	s := []metrics.Sample{{Name: name}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
+	v := readMetric(name)
+	if v.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return s[0].Value.Uint64()
+	return v.Uint64()
+}
+
+// readMetric reads one runtime/metrics sample (KindBad if this Go does not have it).
+func readMetric(name string) metrics.Value {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value
 }
