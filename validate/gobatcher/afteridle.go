@@ -6,7 +6,10 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 // The after-idle probe (-after-idle): does the kernel give the process's second thread a CPU
@@ -108,5 +111,110 @@ func runAfterIdle(w io.Writer, reps int) {
 		fmt.Fprintf(w, "| %s | %.0f / %.0f | %.0f / %.0f | %d of %d |\n", s.name,
 			quantile(largest[i], 0.5), quantile(largest[i], 0.9),
 			quantile(lost[i], 0.5), quantile(lost[i], 0.9), long, reps)
+	}
+	printPinnedWakeups(w, reps)
+}
+
+// The wake-up of a thread on the other CPU, after the process idled (printed by -after-idle
+// after the table above): thread A, pinned to CPU 0, sleeps for the idle time, then wakes
+// thread B, pinned to CPU 1 and asleep in a futex, and B reads the clock. Pinning keeps the
+// kernel from putting B on A's CPU (the packing the table above measures), so what is timed
+// is the wake-up itself: the futex, the inter-processor interrupt and, on a VM whose vCPU
+// halted while idle, the hypervisor running that vCPU again. With -awake no vCPU halts.
+
+var wakeIdles = []time.Duration{200 * time.Microsecond, time.Millisecond, 3 * time.Millisecond,
+	20 * time.Millisecond}
+
+// futexWord is what thread B waits on.
+type futexWord struct {
+	v     atomic.Uint32
+	woken atomic.Int64 // B's clock read after waking (ns since wakeStart)
+	done  atomic.Bool
+}
+
+var wakeStart = time.Now()
+
+func futexWait(w *futexWord) {
+	for w.v.Load() == 0 {
+		syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&w.v)), futexWaitPrivate, 0, 0, 0, 0)
+	}
+}
+
+func futexWake(w *futexWord) {
+	w.v.Store(1)
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&w.v)), futexWakePrivate, 1, 0, 0, 0)
+}
+
+const (
+	futexWaitPrivate = 128 // FUTEX_WAIT | FUTEX_PRIVATE_FLAG
+	futexWakePrivate = 129 // FUTEX_WAKE | FUTEX_PRIVATE_FLAG
+)
+
+// pinnedWakeups returns, per idle time (interleaved, reps each), B's wake-up latencies in us;
+// nil if the machine has fewer than two CPUs or a thread cannot be pinned.
+func pinnedWakeups(reps int) ([][]float64, error) {
+	if runtime.NumCPU() < 2 {
+		return nil, fmt.Errorf("one CPU")
+	}
+	prev := runtime.GOMAXPROCS(2)
+	defer runtime.GOMAXPROCS(prev)
+	out := make([][]float64, len(wakeIdles))
+	errc := make(chan error, 1)
+	words := make(chan *futexWord)
+	go func() { // B: locked to its thread to the end, so the pinned thread exits with it
+		runtime.LockOSThread()
+		if err := pin(1); err != nil {
+			errc <- err
+			close(errc)
+			for range words {
+			}
+			return
+		}
+		close(errc)
+		for w := range words {
+			futexWait(w)
+			w.woken.Store(int64(time.Since(wakeStart)))
+			w.done.Store(true)
+		}
+	}()
+	if err := <-errc; err != nil {
+		close(words)
+		return nil, err
+	}
+	runtime.LockOSThread() // A
+	defer runtime.UnlockOSThread()
+	if err := pin(0); err != nil {
+		close(words)
+		return nil, err
+	}
+	defer func() { _ = unpin() }()
+	for r := 0; r < reps; r++ {
+		for i, idle := range wakeIdles {
+			w := &futexWord{}
+			words <- w
+			time.Sleep(idle)
+			t0 := time.Since(wakeStart)
+			futexWake(w)
+			for !w.done.Load() {
+			}
+			out[i] = append(out[i], float64(time.Duration(w.woken.Load())-t0)/1e3)
+		}
+	}
+	close(words)
+	return out, nil
+}
+
+func printPinnedWakeups(w io.Writer, reps int) {
+	lat, err := pinnedWakeups(reps)
+	if err != nil {
+		fmt.Fprintf(w, "# pinned wake-ups: not measured (%v)\n", err)
+		return
+	}
+	fmt.Fprintf(w, "# pinned wake-ups: a thread on CPU 1 asleep in a futex, woken from CPU 0 after the process idled, %d trials each, interleaved\n", reps)
+	fmt.Fprintf(w, "| idle before the wake-up | wake-up p10 / p50 / p90 us | max us |\n|---|---:|---:|\n")
+	for i, idle := range wakeIdles {
+		sort.Float64s(lat[i])
+		fmt.Fprintf(w, "| %s | %.0f / %.0f / %.0f | %.0f |\n", idle, quantile(lat[i], 0.1),
+			quantile(lat[i], 0.5), quantile(lat[i], 0.9), lat[i][len(lat[i])-1])
 	}
 }

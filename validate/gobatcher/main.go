@@ -54,6 +54,7 @@ type options struct {
 	items                      bool
 	cpuProfile                 string
 	afterIdle                  int
+	awake                      bool
 }
 
 func parseFlags() (options, error) {
@@ -83,6 +84,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.traceDir, "trace", "", "write an execution trace (runtime/trace, read with go tool trace) of every measured block into this directory, one file per block: for looking at one cell's scheduling with -only, not for timing")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (runtime/pprof, read with go tool pprof) of the whole run into this file: with -only, -probe-every 0 and many -reps, where one cell's CPU goes")
 	flag.IntVar(&o.afterIdle, "after-idle", 0, "also run the after-idle probe (afteridle.go) with this many trials per state and print its table")
+	flag.BoolVar(&o.awake, "awake", false, "keep every CPU from going idle during the run: one spinner per CPU at the kernel's idle priority (SCHED_IDLE), which any other thread preempts (awake.go); to tell the hypervisor's halted-vCPU wake-ups from the Go runtime's scheduling")
 	flag.BoolVar(&o.dry, "dry", false, "print the cells and their estimated block times, measure nothing")
 	flag.Parse()
 	var err error
@@ -171,6 +173,9 @@ func command() string {
 }
 
 func main() {
+	if awakeChild() {
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "gobatcher:", err)
 		os.Exit(1)
@@ -194,6 +199,13 @@ func run() error {
 			len(cells), left.redundant, left.slow,
 			totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second))
 		return nil
+	}
+	if o.awake {
+		stop, err := startAwake()
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if o.host != "" && o.hostWake {
 		fmt.Fprintf(os.Stderr, "measuring wake-ups at GOMAXPROCS %d into %s\n", o.hostProcs, o.host)
@@ -268,7 +280,7 @@ func runCells(o options, cells []cell, left leftOut) error {
 	if r.gc != "go" {
 		disableGC()
 	}
-	info := runInfo{command: command(), cells: len(cells), left: left, spinIters: r.spinIters,
+	info := runInfo{command: command(), cells: len(cells), left: left, spinIters: r.spinIters, awake: o.awake,
 		start: time.Now(), load0: loadavg1(), cpu0: readCPUTimes(), proc0: processCPU()}
 	fmt.Fprintf(os.Stderr, "%d cells (left out: %d redundant, %d too slow), %d blocks, estimated %s; spin %d rounds = %s\n",
 		len(cells), left.redundant, left.slow, totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second),
@@ -307,6 +319,7 @@ type runInfo struct {
 	cpu0         cpuTimes
 	steal, busy  float64
 	mismatches   int
+	awake        bool
 	// the process's CPU (getrusage) at the start and over the run: what a -cpuprofile's
 	// samples are scaled to (the kernel delivers fewer SIGPROFs than asked for)
 	proc0, proc time.Duration
@@ -334,9 +347,10 @@ busy_share = %.4f # machine CPU not idle over the run, this process included
 v2_reason_mismatches = %d # blocks where v2's reported triggers differ from batch-length inference
 probe_settle_ms = %g # each CPU-availability probe's spinners ran this long before counting stalls (probe.go)
 process_cpu_s = %.3f # user + system CPU of this process over the run (getrusage): a -cpuprofile's samples count less
+awake = %t # -awake: an idle-priority spinner on every CPU, so no vCPU halted (awake.go)
 `, i.command, runtime.Version(), runtime.NumCPU(), cpuModel(),
 		i.start.UTC().Format("2006-01-02 15:04:05 UTC"), i.end.Sub(i.start).Seconds(), i.cells,
 		i.left.redundant, i.left.slow, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches,
-		float64(probeSettle)/1e6, i.proc.Seconds())
+		float64(probeSettle)/1e6, i.proc.Seconds(), i.awake)
 	return f.Close()
 }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as its own -awake spinner, as the harness does.
+func TestMain(m *testing.M) {
+	if awakeChild() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// The spinners run one per CPU, each pinned to its CPU at idle priority, and are gone once
+// stopped.
+func TestAwakeSpinnersArePinnedAtIdlePriority(t *testing.T) {
+	before := spinnerPIDs(t)
+	stop, err := startAwake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids = newPIDs(spinnerPIDs(t), before)
+		if len(pids) == len(cpusOnline(t)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(pids) != len(cpusOnline(t)) {
+		stop()
+		t.Fatalf("want a spinner per CPU (%d); found %d", len(cpusOnline(t)), len(pids))
+	}
+	seen := map[string]bool{}
+	for _, pid := range pids {
+		// the child sets its policy and affinity right after it starts
+		var policy, cpus string
+		for time.Now().Before(deadline) {
+			policy, cpus = threadPolicy(t, pid), allowedCPUs(t, pid)
+			if policy == strconv.Itoa(schedIdle) && !strings.ContainsAny(cpus, ",-") {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if policy != strconv.Itoa(schedIdle) {
+			t.Errorf("spinner %d: scheduling policy %s, want SCHED_IDLE (%d)", pid, policy, schedIdle)
+		}
+		if strings.ContainsAny(cpus, ",-") || seen[cpus] {
+			t.Errorf("spinner %d: allowed CPUs %q, want one CPU of its own", pid, cpus)
+		}
+		seen[cpus] = true
+	}
+	stop()
+	if left := newPIDs(spinnerPIDs(t), before); len(left) != 0 {
+		t.Errorf("spinners still running after stop: %v", left)
+	}
+}
+
+// spinnerPIDs lists the processes whose environment holds awakeEnv.
+func spinnerPIDs(t *testing.T) map[int]bool {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	out := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && strings.Contains(string(env), awakeEnv+"=") {
+			if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil &&
+				!strings.Contains(string(stat), ") Z ") {
+				out[pid] = true
+			}
+		}
+	}
+	return out
+}
+
+func newPIDs(now, before map[int]bool) []int {
+	var out []int
+	for pid := range now {
+		if !before[pid] {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// spinningThread is /proc/PID/task/TID of the process's thread with the most CPU time (its
+// spinner), or "" if the process is gone.
+func spinningThread(pid int) string {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	best, out := -1, ""
+	for _, task := range tasks {
+		f := statFields(dir + task.Name())
+		if len(f) < 39 {
+			continue
+		}
+		if utime, _ := strconv.Atoi(f[11]); utime > best { // field 14
+			best, out = utime, dir+task.Name()
+		}
+	}
+	return out
+}
+
+// statFields are the fields of a task's stat file from field 3 (state) on.
+func statFields(task string) []string {
+	b, err := os.ReadFile(task + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+}
+
+// threadPolicy is the scheduling policy of the process's spinning thread (stat field 41).
+func threadPolicy(t *testing.T, pid int) string {
+	t.Helper()
+	if f := statFields(spinningThread(pid)); len(f) >= 39 {
+		return f[38]
+	}
+	return "gone"
+}
+
+// allowedCPUs is Cpus_allowed_list of the process's spinning thread.
+func allowedCPUs(t *testing.T, pid int) string {
+	t.Helper()
+	st, err := os.ReadFile(spinningThread(pid) + "/status")
+	if err != nil {
+		return "gone"
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func cpusOnline(t *testing.T) []int {
+	t.Helper()
+	var out []int
+	for i := 0; i < 1024; i++ {
+		if _, err := os.Stat("/sys/devices/system/cpu/cpu" + strconv.Itoa(i)); err != nil {
+			break
+		}
+		out = append(out, i)
+	}
+	if len(out) == 0 {
+		t.Skip("no /sys/devices/system/cpu")
+	}
+	return out
+}
+
+// The pinned wake-up probe times every trial of every idle length, and leaves the calling
+// thread free to run on every CPU again.
+func TestPinnedWakeupsTimeEveryTrial(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: nothing to wake on another")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	lat, err := pinnedWakeups(3)
+	if err != nil {
+		t.Skipf("cannot pin threads here: %v", err)
+	}
+	if len(lat) != len(wakeIdles) {
+		t.Fatalf("%d lists for %d idle lengths", len(lat), len(wakeIdles))
+	}
+	for i, l := range lat {
+		if len(l) != 3 {
+			t.Errorf("idle %s: %d trials, want 3", wakeIdles[i], len(l))
+		}
+		for _, us := range l {
+			if !(us > 0 && us < 1e6) {
+				t.Errorf("idle %s: wake-up of %g us", wakeIdles[i], us)
+			}
+		}
+	}
+	st, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		t.Skip("no /proc/thread-self")
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			if want := fmt.Sprintf("0-%d", runtime.NumCPU()-1); strings.TrimSpace(v) != want {
+				t.Errorf("the caller's thread may run on %q after the probe, want %q", strings.TrimSpace(v), want)
+			}
+		}
+	}
+}
