@@ -122,7 +122,9 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # where the real blocks collapse into a few large flushes in some runs and not in others
 # (data/README.md). The composition cells off are at GOMAXPROCS 2, where the real blocks make
 # a few large flushes (3-60 % of them, with a sleeping flush too) and the model's never do:
-# those blocks have no run-queue wait in any thread, so it is not the guest's packing; the
+# those blocks have no run-queue wait in any thread, so it is not the guest's packing, and
+# they happen as often or more with every vCPU kept from halting (data/awake/), so it is not
+# the hypervisor waking a halted vCPU either; the
 # processor holding the worker is silent a median 187 us (q10-q90 133-375) while the other
 # puts the rest of the block, a third of those blocks asleep on the item channel's runtime
 # lock, and a cell's share is 7 % in the full grid and 60 % in a run of these cells alone
