@@ -161,15 +161,21 @@ func pinnedWakeups(reps int) ([][]float64, error) {
 	out := make([][]float64, len(wakeIdles))
 	errc := make(chan error, 1)
 	words := make(chan *futexWord)
-	go func() { // B: locked to its thread to the end, so the pinned thread exits with it
+	go func() { // B
+		// Locked, pinned, then restored and unlocked: a locked goroutine that ended would end
+		// its thread, and a child process started from that thread (-awake's spinners, with
+		// Pdeathsig) would be killed with it.
 		runtime.LockOSThread()
-		if err := pin(1); err != nil {
+		defer runtime.UnlockOSThread()
+		restore, err := pin(1)
+		if err != nil {
 			errc <- err
 			close(errc)
 			for range words {
 			}
 			return
 		}
+		defer restore()
 		close(errc)
 		for w := range words {
 			futexWait(w)
@@ -183,11 +189,12 @@ func pinnedWakeups(reps int) ([][]float64, error) {
 	}
 	runtime.LockOSThread() // A
 	defer runtime.UnlockOSThread()
-	if err := pin(0); err != nil {
+	restore, err := pin(0)
+	if err != nil {
 		close(words)
 		return nil, err
 	}
-	defer func() { _ = unpin() }()
+	defer restore()
 	for r := 0; r < reps; r++ {
 		for i, idle := range wakeIdles {
 			w := &futexWord{}

@@ -59,7 +59,7 @@ func awakeChild() bool {
 
 // pinIdle pins the calling thread to cpu and gives it the SCHED_IDLE policy.
 func pinIdle(cpu int) error {
-	if err := pin(cpu); err != nil {
+	if _, err := pin(cpu); err != nil {
 		return err
 	}
 	var param struct{ priority int32 }
@@ -70,27 +70,31 @@ func pinIdle(cpu int) error {
 	return nil
 }
 
-// pin lets the calling thread run on cpu only; unpin on every CPU again.
-func pin(cpu int) error { return setAffinity(cpu) }
+// cpuMask is a thread's CPU affinity (1024 CPUs).
+type cpuMask [16]uint64
 
-func unpin() error { return setAffinity(-1) }
+// pin lets the calling thread run on cpu only; restore gives it back the CPUs it had.
+func pin(cpu int) (restore func(), err error) {
+	var old, one cpuMask
+	if cpu < 0 || cpu >= len(one)*64 {
+		return nil, fmt.Errorf("CPU %d outside the affinity mask", cpu)
+	}
+	if err := affinity(syscall.SYS_SCHED_GETAFFINITY, &old); err != nil {
+		return nil, err
+	}
+	one[cpu/64] = 1 << (uint(cpu) % 64)
+	if err := affinity(syscall.SYS_SCHED_SETAFFINITY, &one); err != nil {
+		return nil, err
+	}
+	return func() { _ = affinity(syscall.SYS_SCHED_SETAFFINITY, &old) }, nil
+}
 
-// setAffinity sets the calling thread's CPU mask to cpu alone, or to every CPU if cpu < 0.
-func setAffinity(cpu int) error {
-	var mask [16]uint64 // 1024 CPUs
-	if cpu >= len(mask)*64 {
-		return fmt.Errorf("CPU %d beyond the affinity mask", cpu)
-	}
-	if cpu < 0 {
-		for i := range mask {
-			mask[i] = ^uint64(0)
-		}
-	} else {
-		mask[cpu/64] = 1 << (uint(cpu) % 64)
-	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask),
+// affinity reads or sets the calling thread's CPU mask (sched_getaffinity/setaffinity).
+func affinity(call uintptr, mask *cpuMask) error {
+	if _, _, e := syscall.RawSyscall(call, 0, unsafe.Sizeof(*mask),
 		uintptr(unsafe.Pointer(&mask[0]))); e != 0 {
-		return fmt.Errorf("sched_setaffinity: %v", e)
+		return fmt.Errorf("sched_%saffinity: %v", map[uintptr]string{
+			syscall.SYS_SCHED_GETAFFINITY: "get", syscall.SYS_SCHED_SETAFFINITY: "set"}[call], e)
 	}
 	return nil
 }
