@@ -10,7 +10,10 @@ project's 2-vCPU VM, and ~13 more for the dense CPU configurations) or :data:`CI
 before the dense CPU configuration), each run just after a run of its client's
 fit configuration, until it has ``REPEATS`` quiet pairs, serially (noisy runs of a shared VM
 are re-measured, see ``STEAL_MAX``); writes one CSV per kept run; fits each client's system
-parameters; writes the models/ files with provenance; and prints measured beside predicted
+parameters; writes the models files with provenance (into models/ for the whole grid; for
+``--ci`` or ``--configs``, into ``--out-dir`` unless ``--models-dir`` says otherwise, since
+a subset may lack the runs a parameter is fitted on: :func:`models_dir_for`); and prints
+measured beside predicted
 p50 / p99 with the tolerance of issue 12 (15 %, or 5 ms where the measured figure is under
 50 ms) and the direction of p50 against P per client.
 
@@ -1130,6 +1133,17 @@ def measured_on(out_dir: Path) -> str:
     return dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def models_dir_for(models_dir: str | None, names: Sequence[str] | None, out_dir: str) -> Path:
+    """Where a calibration writes its models files: ``models_dir`` if given, else the
+    repository's models/ for the whole grid (``names`` None) and ``out_dir`` for a subset. A
+    subset can leave a parameter unidentified (without the large-request configurations the
+    broker's record cost is fitted as 0) and would otherwise overwrite the models the
+    scenarios use with it."""
+    if models_dir is not None:
+        return Path(models_dir)
+    return HERE.parent / "models" if names is None else Path(out_dir)
+
+
 def main() -> None:
     import sys
 
@@ -1142,7 +1156,9 @@ def main() -> None:
     parser.add_argument("--configs", default=None,
                         help="comma-separated configuration names (default: all)")
     parser.add_argument("--out-dir", default=str(HERE / "measurements"))
-    parser.add_argument("--models-dir", default=str(HERE.parent / "models"))
+    parser.add_argument("--models-dir", default=None,
+                        help="where to write the fitted models files (default: models/ for "
+                             "the whole grid, --out-dir for --ci or --configs)")
     parser.add_argument("--from-csv", action="store_true",
                         help="re-fit and re-predict from the CSVs in --out-dir, no broker")
     args = parser.parse_args()
@@ -1151,6 +1167,7 @@ def main() -> None:
     unknown = [n for n in names or () if n not in CONFIGS]
     if unknown:
         parser.error(f"unknown configuration {unknown[0]!r} (see CONFIGS)")
+    models_dir = models_dir_for(args.models_dir, names, args.out_dir)
     bootstrap = user_bootstrap()
     try:
         if args.from_csv:
@@ -1165,6 +1182,7 @@ def main() -> None:
         print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
         sys.exit(2)
     rows = compare(results)
+    models_dir.mkdir(parents=True, exist_ok=True)
     for client, fit_name in FIT.items():
         if fit_name not in results:
             continue
@@ -1173,7 +1191,7 @@ def main() -> None:
             prov["fitted_on"] = prov["measured_on"]
             prov["measured_on"] = measured_on(Path(args.out_dir))
             prov["command"] += f" --from-csv --out-dir {args.out_dir}"
-        path = model_path(Path(args.models_dir), client, bootstrap)
+        path = model_path(models_dir, client, bootstrap)
         client_rows = [r for r in rows if CONFIGS[r["config"]].client == client]
         gc = fitted_gc(results, held_out=MODEL_FIT_EXCLUDES) if client == "librdkafka" \
             else None
@@ -1187,7 +1205,7 @@ def main() -> None:
             prov["command"] += f" --from-csv --out-dir {args.out_dir}"
             prov["fitted_on"] = prov["measured_on"]
             prov["measured_on"] = measured_on(Path(args.out_dir))
-        path = broker_model_path(Path(args.models_dir))
+        path = broker_model_path(models_dir)
         path.write_text(broker_toml(broker, prov, rows))
         print(f"wrote {path}")
     print(table(rows))

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from validate.calibrate_kafka import CI_CONFIGS, models_dir_for
 from validate.conftest import need
 from validate.kafka_broker import free_port
 from validate.kafka_harness import (
@@ -71,6 +72,16 @@ def test_the_calibration_pointed_where_nothing_listens_fails_in_one_line(nowhere
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("calibrate_kafka: error: no Kafka broker "
                                                    f"reachable at {nowhere}"), lines
+
+
+def test_a_calibration_of_a_subset_writes_its_models_beside_its_measurements(tmp_path):
+    # the whole grid refits the models the scenarios use; --ci or --configs (which may lack
+    # the runs a parameter is fitted on) writes them into --out-dir unless told otherwise
+    out = str(tmp_path / "meas")
+    assert models_dir_for(None, None, out) == HERE.parent / "models"
+    assert models_dir_for(None, ["linger10-p8-250ps-dense"], out) == tmp_path / "meas"
+    assert models_dir_for(None, list(CI_CONFIGS), out) == tmp_path / "meas"
+    assert models_dir_for(str(tmp_path / "m"), ["x"], out) == tmp_path / "m"
 
 
 @pytest.mark.parametrize("client", ["librdkafka", "franz-go", "java"])
