@@ -116,8 +116,9 @@ func runAfterIdle(w io.Writer, reps int) {
 }
 
 // The wake-up of a thread on the other CPU, after the process idled (printed by -after-idle
-// after the table above): thread A, pinned to CPU 0, sleeps for the idle time, then wakes
-// thread B, pinned to CPU 1 and asleep in a futex, and B reads the clock. Pinning keeps the
+// after the table above): thread A, pinned to the first CPU the process may use, sleeps for
+// the idle time, then wakes thread B, pinned to the second and asleep in a futex, and B
+// reads the clock. Pinning keeps the
 // kernel from putting B on A's CPU (the packing the table above measures), so what is timed
 // is the wake-up itself: the futex, the inter-processor interrupt and, on a VM whose vCPU
 // halted while idle, the hypervisor running that vCPU again. With -awake no vCPU halts.
@@ -153,7 +154,11 @@ const (
 // pinnedWakeups returns, per idle time (interleaved, reps each), B's wake-up latencies in us;
 // nil if the machine has fewer than two CPUs or a thread cannot be pinned.
 func pinnedWakeups(reps int) ([][]float64, error) {
-	if runtime.NumCPU() < 2 {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	if len(cpus) < 2 {
 		return nil, fmt.Errorf("one CPU")
 	}
 	prev := runtime.GOMAXPROCS(2)
@@ -167,7 +172,7 @@ func pinnedWakeups(reps int) ([][]float64, error) {
 		// Pdeathsig) would be killed with it.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		restore, err := pin(1)
+		restore, err := pin(cpus[1])
 		if err != nil {
 			errc <- err
 			close(errc)
@@ -189,7 +194,7 @@ func pinnedWakeups(reps int) ([][]float64, error) {
 	}
 	runtime.LockOSThread() // A
 	defer runtime.UnlockOSThread()
-	restore, err := pin(0)
+	restore, err := pin(cpus[0])
 	if err != nil {
 		close(words)
 		return nil, err
@@ -217,7 +222,7 @@ func printPinnedWakeups(w io.Writer, reps int) {
 		fmt.Fprintf(w, "# pinned wake-ups: not measured (%v)\n", err)
 		return
 	}
-	fmt.Fprintf(w, "# pinned wake-ups: a thread on CPU 1 asleep in a futex, woken from CPU 0 after the process idled, %d trials each, interleaved\n", reps)
+	fmt.Fprintf(w, "# pinned wake-ups: a thread on one CPU asleep in a futex, woken from another after the process idled, %d trials each, interleaved\n", reps)
 	fmt.Fprintf(w, "| idle before the wake-up | wake-up p10 / p50 / p90 us | max us |\n|---|---:|---:|\n")
 	for i, idle := range wakeIdles {
 		sort.Float64s(lat[i])

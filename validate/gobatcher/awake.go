@@ -89,6 +89,23 @@ func pin(cpu int) (restore func(), err error) {
 	return func() { _ = affinity(syscall.SYS_SCHED_SETAFFINITY, &old) }, nil
 }
 
+// allowedCPUs lists the CPUs the calling thread may run on (the process's, as started).
+func allowedCPUs() ([]int, error) {
+	var mask cpuMask
+	if err := affinity(syscall.SYS_SCHED_GETAFFINITY, &mask); err != nil {
+		return nil, err
+	}
+	var out []int
+	for i, word := range mask {
+		for b := 0; b < 64; b++ {
+			if word&(1<<uint(b)) != 0 {
+				out = append(out, i*64+b)
+			}
+		}
+	}
+	return out, nil
+}
+
 // affinity reads or sets the calling thread's CPU mask (sched_getaffinity/setaffinity).
 func affinity(call uintptr, mask *cpuMask) error {
 	if _, _, e := syscall.RawSyscall(call, 0, unsafe.Sizeof(*mask),
@@ -99,10 +116,14 @@ func affinity(call uintptr, mask *cpuMask) error {
 	return nil
 }
 
-// startAwake starts one idle-priority spinner per CPU and waits until each says it is pinned
+// startAwake starts one idle-priority spinner per CPU the process may use and waits until each says it is pinned
 // at idle priority (or why not); the returned function stops them.
 func startAwake() (stop func(), err error) {
 	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("-awake: %v", err)
+	}
+	cpus, err := allowedCPUs()
 	if err != nil {
 		return nil, fmt.Errorf("-awake: %v", err)
 	}
@@ -113,7 +134,7 @@ func startAwake() (stop func(), err error) {
 			_, _ = p.Wait()
 		}
 	}
-	for cpu := 0; cpu < runtime.NumCPU(); cpu++ {
+	for _, cpu := range cpus {
 		cmd := exec.Command(self)
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", awakeEnv, cpu))
 		cmd.Stderr = os.Stderr
