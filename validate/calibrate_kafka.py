@@ -13,9 +13,8 @@ are re-measured, see ``STEAL_MAX``); writes one CSV per kept run; fits each clie
 parameters; writes the models files with provenance (into models/ for the whole grid; for
 ``--ci`` or ``--configs``, into ``--out-dir`` unless ``--models-dir`` says otherwise, since
 a subset may lack the runs a parameter is fitted on: :func:`models_dir_for`); and prints
-measured beside predicted
-p50 / p99 with the tolerance of issue 12 (15 %, or 5 ms where the measured figure is under
-50 ms) and the direction of p50 against P per client.
+measured beside predicted p50 / p99 with the tolerance of issue 12 (15 %, or 5 ms where the
+measured figure is under 50 ms) and the direction of p50 against P per client.
 
 Clients (validate/kafka_harness.py): ``librdkafka`` (confluent-kafka, in process),
 ``franz-go`` (validate/franzgo, teranode's options), ``java`` (validate/javaproducer,
