@@ -152,7 +152,7 @@ const (
 )
 
 // pinnedWakeups returns, per idle time (interleaved, reps each), B's wake-up latencies in us;
-// nil if the machine has fewer than two CPUs or a thread cannot be pinned.
+// an error if the process may use fewer than two CPUs or a thread cannot be pinned.
 func pinnedWakeups(reps int) ([][]float64, error) {
 	cpus, err := allowedCPUs()
 	if err != nil {

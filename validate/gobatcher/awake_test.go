@@ -17,8 +17,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The spinners run one per CPU, each pinned to its CPU at idle priority, and are gone once
-// stopped.
+// The spinners run one per CPU the process may use, each pinned to its CPU at idle priority,
+// and are gone once stopped.
 func TestAwakeSpinnersArePinnedAtIdlePriority(t *testing.T) {
 	before := spinnerPIDs(t)
 	stop, err := startAwake()
