@@ -79,20 +79,20 @@ func pin(cpu int) (restore func(), err error) {
 	if cpu < 0 || cpu >= len(one)*64 {
 		return nil, fmt.Errorf("CPU %d outside the affinity mask", cpu)
 	}
-	if err := affinity(syscall.SYS_SCHED_GETAFFINITY, &old); err != nil {
+	if err := getAffinity(&old); err != nil {
 		return nil, err
 	}
 	one[cpu/64] = 1 << (uint(cpu) % 64)
-	if err := affinity(syscall.SYS_SCHED_SETAFFINITY, &one); err != nil {
+	if err := setAffinity(&one); err != nil {
 		return nil, err
 	}
-	return func() { _ = affinity(syscall.SYS_SCHED_SETAFFINITY, &old) }, nil
+	return func() { _ = setAffinity(&old) }, nil
 }
 
 // allowedCPUs lists the CPUs the calling thread may run on (the process's, as started).
 func allowedCPUs() ([]int, error) {
 	var mask cpuMask
-	if err := affinity(syscall.SYS_SCHED_GETAFFINITY, &mask); err != nil {
+	if err := getAffinity(&mask); err != nil {
 		return nil, err
 	}
 	var out []int
@@ -106,18 +106,25 @@ func allowedCPUs() ([]int, error) {
 	return out, nil
 }
 
-// affinity reads or sets the calling thread's CPU mask (sched_getaffinity/setaffinity).
-func affinity(call uintptr, mask *cpuMask) error {
+// getAffinity and setAffinity read and set the calling thread's CPU mask.
+func getAffinity(mask *cpuMask) error {
+	return affinity(syscall.SYS_SCHED_GETAFFINITY, "sched_getaffinity", mask)
+}
+
+func setAffinity(mask *cpuMask) error {
+	return affinity(syscall.SYS_SCHED_SETAFFINITY, "sched_setaffinity", mask)
+}
+
+func affinity(call uintptr, name string, mask *cpuMask) error {
 	if _, _, e := syscall.RawSyscall(call, 0, unsafe.Sizeof(*mask),
 		uintptr(unsafe.Pointer(&mask[0]))); e != 0 {
-		return fmt.Errorf("sched_%saffinity: %v", map[uintptr]string{
-			syscall.SYS_SCHED_GETAFFINITY: "get", syscall.SYS_SCHED_SETAFFINITY: "set"}[call], e)
+		return fmt.Errorf("%s: %v", name, e)
 	}
 	return nil
 }
 
-// startAwake starts one idle-priority spinner per CPU the process may use and waits until each says it is pinned
-// at idle priority (or why not); the returned function stops them.
+// startAwake starts one idle-priority spinner per CPU the process may use and waits until
+// each says it is pinned at idle priority (or why not); the returned function stops them.
 func startAwake() (stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
