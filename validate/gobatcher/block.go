@@ -6,12 +6,29 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 )
 
 // epoch anchors every timestamp: time.Since uses the monotonic clock.
 var epoch = time.Now()
+
+// epochMonoNs is CLOCK_MONOTONIC at epoch (read right after it, well under a microsecond
+// later), so that a block's start can be put on the clock of a kernel trace taken beside the
+// run (`perf record -k CLOCK_MONOTONIC`): Go's monotonic readings are that clock, but a
+// time.Time does not expose their origin.
+var epochMonoNs = monotonicNs()
+
+func monotonicNs() int64 {
+	var ts syscall.Timespec
+	const clockMonotonic = 1 // CLOCK_MONOTONIC, linux/time.h
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic,
+		uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return -1
+	}
+	return ts.Nano()
+}
 
 func now() int64 { return int64(time.Since(epoch)) }
 

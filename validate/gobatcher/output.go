@@ -15,6 +15,7 @@ type blockResult struct {
 	c           cell
 	rep         int // also the round: a cell runs once per round
 	startUnix   time.Time
+	startMonoNs int64 // the block's start on CLOCK_MONOTONIC; < 0: not read
 	blockTime   time.Duration
 	fs          flushSummary
 	lib         reasonSnapshot // v2's own counts over the block; zero for v1
@@ -42,7 +43,7 @@ type blockResult struct {
 var blockColumns = []string{
 	"gomaxprocs", "version", "timer", "size", "timeout_ms", "drain", "max_concurrent",
 	"fanout", "cap", "n_tx", "inputs_per_tx", "flush", "flush_us", "cell", "cell_no", "rep",
-	"block_start_unix_s", "block_time_s", "n_items",
+	"block_start_unix_s", "block_start_mono_s", "block_time_s", "n_items",
 	"n_flushes", "flushes_full", "flushes_partial",
 	"flushes_size", "flushes_timeout", "flushes_drain", "reason_source",
 	"batch_size_min", "batch_size_p50", "batch_size_mean", "batch_size_max",
@@ -70,7 +71,8 @@ func (r blockResult) row() []string {
 		itoa(c.procs), c.key.version, timer, itoa(c.key.size), ms(c.key.timeout), b01(c.key.drain),
 		itoa(c.key.maxConcurrent), c.fan.kind, c.fan.capColumn(), itoa(c.nTx), itoa(c.k),
 		c.flush.kind, itoa(c.flush.d.Microseconds()), c.id(), itoa(c.no), itoa(r.rep),
-		fmt.Sprintf("%.3f", float64(r.startUnix.UnixMicro())/1e6), secs(r.blockTime),
+		fmt.Sprintf("%.3f", float64(r.startUnix.UnixMicro())/1e6), monoOrEmpty(r.startMonoNs),
+		secs(r.blockTime),
 		itoa(c.nTx * c.k),
 		itoa(r.fs.n), itoa(r.fs.full), itoa(r.fs.partial),
 		itoa(sizeR), itoa(timeoutR), itoa(drainR), source,
@@ -82,6 +84,15 @@ func (r blockResult) row() []string {
 		secs(r.wakerWait), secs(r.wokenWait), itoa(int(r.gcBefore)), itoa(r.driverP),
 		usOrEmpty(r.spawned), usOrEmpty(r.otherP), secs(r.lockWait),
 	}
+}
+
+// monoOrEmpty is a CLOCK_MONOTONIC reading in seconds to the nanosecond, or empty when it
+// could not be read.
+func monoOrEmpty(ns int64) string {
+	if ns < 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%09d", ns/1e9, ns%1e9)
 }
 
 // usOrEmpty is d in microseconds to 0.1 us, or empty when d < 0 (not observed).

@@ -41,3 +41,23 @@ func TestUsOrEmptyLeavesWhatWasNotObservedEmpty(t *testing.T) {
 		t.Errorf("usOrEmpty(1.56us) = %q, want 1.6", got)
 	}
 }
+
+func TestBlockStartIsOnTheKernelsMonotonicClock(t *testing.T) {
+	// the column is read against `perf record -k CLOCK_MONOTONIC`: the block's start, as
+	// epochMonoNs + an offset from epoch, must fall between two direct readings of that clock
+	before := monotonicNs()
+	start := epochMonoNs + now()
+	after := monotonicNs()
+	if before < 0 || epochMonoNs < 0 {
+		t.Fatalf("CLOCK_MONOTONIC not read: %d, epoch %d", before, epochMonoNs)
+	}
+	if slack := int64(50 * time.Microsecond); start < before-slack || start > after+slack {
+		t.Errorf("block start %d ns not within [%d, %d] (+-50 us)", start, before, after)
+	}
+	if got := monoOrEmpty(1_500_000_007); got != "1.500000007" {
+		t.Errorf("monoOrEmpty = %q, want 1.500000007", got)
+	}
+	if got := monoOrEmpty(-1); got != "" {
+		t.Errorf("monoOrEmpty(-1) = %q, want empty", got)
+	}
+}

@@ -167,6 +167,10 @@ func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 	res.wakerWait, res.wokenWait = splitWaits(wait0, wait1, blk.wakerTid, splitThreadRun)
 
 	res.blockTime = time.Duration(endNs - startNs)
+	res.startMonoNs = -1
+	if epochMonoNs >= 0 {
+		res.startMonoNs = epochMonoNs + startNs
+	}
 	res.processCPU = proc1 - proc0
 	res.steal, res.busy = cpu1.shares(cpu0)
 	res.lib = lib1.minus(lib0)
