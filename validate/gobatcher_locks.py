@@ -1,0 +1,190 @@
+"""The item channel's lock in go-batcher's drain blocks: a harness run read beside a kernel
+trace of its threads' futex calls (issue 11; validate/gobatcher/data/README.md, "The
+channel's lock").
+
+The trace is taken beside the run, on the block's clock (``block_start_mono_s``)::
+
+    cd validate/gobatcher && go build -o /tmp/gbh .
+    perf record -a -k CLOCK_MONOTONIC -e syscalls:sys_enter_futex/call-graph=fp/ \\
+        -e syscalls:sys_exit_futex -o RUN/perf.data -- /tmp/gbh -grid full -items ... -out RUN
+    perf script --ns -i RUN/perf.data --comms gbh -F comm,tid,cpu,time,event,trace,ip,sym \\
+        | gzip > RUN/futex.txt.gz
+
+(root, or ``perf_event_paranoid`` <= 1; Go keeps frame pointers, so the user stacks unwind.)
+Every ``FUTEX_WAIT`` whose stack holds ``runtime.lock2`` is a thread that found a runtime
+mutex held, spun, and went to sleep on it holding its processor until an unlock woke it
+(Go 1.26 ``src/runtime/lock_spinbit.go``: ``lock2`` -> ``semasleep``; ``unlock2`` ->
+``unlock2Wake``). Each is named by what took the lock:
+
+* ``put``: ``selectnbsend`` -- go-batcher's ``Put`` (a ``select`` with a ``default``);
+* ``recv``: ``selectnbrecv`` -- the worker's drain loop, a receive that does not block;
+* ``select``: ``selectgo`` -- the worker's blocking ``select`` over its channels;
+* ``other``: any other runtime lock (stack growth's ``stackcacherefill``, ``sysmon``...).
+
+Per block: how many of each (``sleeps_put`` ...), how long the worker's (``recv`` and
+``select``) took in all (``worker_sleep_us``, futex entry to return), when the first
+channel-lock sleep began (``first_sleep_us``), and the block's composition class
+(``kind``: :func:`validate.gobatcher_processors.kind_of`).
+
+Usage: ``python -m validate.gobatcher_locks RUN_DIR`` (a run with ``futex.txt.gz`` or
+``futex.txt`` beside its ``blocks.csv``) prints, by GOMAXPROCS, N, flush and class, the
+share of blocks with a channel-lock sleep, with one of the worker's, the sleeps per block by
+site and the median sleep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from validate.calibrate_gobatcher import read_csv
+from validate.gobatcher_processors import kind_of
+
+SITES = (("put", "selectnbsend"), ("recv", "selectnbrecv"), ("select", "selectgo"))
+"""Each channel-lock site and the runtime function in its stack that names it."""
+_EVENT = re.compile(r"\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+syscalls:sys_(enter|exit)_futex:"
+                    r"\s*(.*)")
+_OP = re.compile(r"op: (0x[0-9a-f]+)")
+FUTEX_CMD_MASK = 0x7F
+"""``op`` without FUTEX_PRIVATE_FLAG (128) and FUTEX_CLOCK_REALTIME (256): 0 is FUTEX_WAIT
+(linux/futex.h)."""
+
+
+def _site(stack: list[str]) -> str | None:
+    """The channel-lock site of a FUTEX_WAIT's stack, ``other`` for another runtime lock,
+    ``None`` when no runtime lock was slept on (a thread parking, ``notesleep``)."""
+    if "runtime.lock2" not in stack:
+        return None
+    for name, fn in SITES:
+        if f"runtime.{fn}" in stack:
+            return name
+    return "other"
+
+
+def read_sleeps(lines: Iterable[str]) -> pd.DataFrame:
+    """The runtime-lock sleeps of a ``perf script`` text (see the module docstring): one row
+    per sleep, ``t_s`` (its futex entry, CLOCK_MONOTONIC seconds), ``wait_us`` (entry to
+    return; NaN if the trace ends first), ``tid``, ``cpu`` and ``site``."""
+    rows: list[dict] = []
+    open_: dict[int, dict] = {}
+    stack: list[str] | None = None
+    pending: dict | None = None
+
+    def close_stack() -> None:
+        nonlocal pending, stack
+        if pending is not None and stack is not None:
+            site = _site(stack)
+            if site is not None:
+                pending["site"] = site
+                open_[pending["tid"]] = pending
+                rows.append(pending)
+        pending, stack = None, None
+
+    for line in lines:
+        if line.startswith("\t"):
+            if stack is not None and line.strip():
+                parts = line.split()
+                if len(parts) >= 2:
+                    stack.append(parts[1])
+            continue
+        close_stack()
+        m = _EVENT.match(line)
+        if m is None:
+            continue
+        tid, cpu, t, kind, rest = int(m[2]), int(m[3]), float(m[4]), m[5], m[6]
+        if kind == "enter":
+            op = _OP.search(rest)
+            if op is not None and int(op[1], 16) & FUTEX_CMD_MASK == 0:
+                pending = {"t_s": t, "wait_us": np.nan, "tid": tid, "cpu": cpu}
+                stack = []
+        else:
+            sleep = open_.pop(tid, None)
+            if sleep is not None:
+                sleep["wait_us"] = (t - sleep["t_s"]) * 1e6
+    close_stack()
+    return pd.DataFrame(rows, columns=["t_s", "wait_us", "tid", "cpu", "site"])
+
+
+def per_block(blocks: pd.DataFrame, sleeps: pd.DataFrame) -> pd.DataFrame:
+    """``blocks`` with each block's lock sleeps (see the module docstring); a block needs
+    ``block_start_mono_s`` (the harness since 2026-11-28)."""
+    if "block_start_mono_s" not in blocks or blocks.block_start_mono_s.isna().all():
+        raise ValueError("blocks.csv has no block_start_mono_s: the run predates it, so its "
+                         "blocks cannot be put on the trace's clock")
+    sleeps = sleeps.sort_values("t_s")
+    t = sleeps.t_s.to_numpy()
+    out = blocks.assign(kind=kind_of(blocks.n_flushes, blocks.n_tx)).reset_index(drop=True)
+    counts = {f"sleeps_{name}": np.zeros(len(out), dtype=int) for name, _ in SITES}
+    counts["sleeps_other"] = np.zeros(len(out), dtype=int)
+    worker_us = np.zeros(len(out))
+    first_us = np.full(len(out), np.nan)
+    for i, (start, length) in enumerate(zip(out.block_start_mono_s.astype(float),
+                                            out.block_time_s.astype(float))):
+        lo, hi = np.searchsorted(t, start), np.searchsorted(t, start + length)
+        inside = sleeps.iloc[lo:hi]
+        for site, n in inside.site.value_counts().items():
+            counts[f"sleeps_{site}"][i] = n
+        worker = inside[inside.site.isin(["recv", "select"])]
+        worker_us[i] = float(worker.wait_us.sum())
+        chan = inside[inside.site != "other"]
+        if len(chan):
+            first_us[i] = (float(chan.t_s.iloc[0]) - start) * 1e6
+    return out.assign(**counts, worker_sleep_us=worker_us, first_sleep_us=first_us)
+
+
+def load(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(:func:`per_block`, :func:`read_sleeps`) of a run directory with a futex trace."""
+    for name in ("futex.txt.gz", "futex.txt"):
+        path = run / name
+        if path.exists():
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(path, "rt") as f:
+                sleeps = read_sleeps(f)
+            return per_block(read_csv(run / "blocks.csv"), sleeps), sleeps
+    raise FileNotFoundError(f"{run}: no futex.txt.gz or futex.txt there (a perf script text "
+                            f"of the run's futex calls: see python -m validate.gobatcher_locks "
+                            f"--help)")
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """By GOMAXPROCS, N, flush and class: blocks, the share with a channel-lock sleep and
+    with one of the worker's, mean sleeps per block by site, the worker's sleep per block
+    (us) and the median first sleep (us after the block's start)."""
+    chan = table.sleeps_put + table.sleeps_recv + table.sleeps_select
+    worker = table.sleeps_recv + table.sleeps_select
+    t = table.assign(chan=chan > 0, worker=worker > 0)
+    return t.groupby(["gomaxprocs", "n_tx", "flush", "kind"]).agg(
+        blocks=("chan", "size"), any_sleep=("chan", "mean"), worker_sleep=("worker", "mean"),
+        put=("sleeps_put", "mean"), recv=("sleeps_recv", "mean"),
+        select=("sleeps_select", "mean"), worker_us=("worker_sleep_us", "mean"),
+        first_us=("first_sleep_us", "median"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False,
+                                 epilog=__doc__.split("\n\n", 2)[1])
+    ap.add_argument("run", type=Path,
+                    help="a validate/gobatcher run directory with futex.txt.gz beside blocks.csv")
+    args = ap.parse_args(argv)
+    try:
+        table, sleeps = load(args.run)
+    except (FileNotFoundError, ValueError) as e:
+        sys.exit(f"gobatcher_locks: {e}")
+    chan = sleeps[sleeps.site != "other"]
+    with pd.option_context("display.width", 200, "display.max_columns", None,
+                           "display.float_format", "{:.3g}".format):
+        print(summary(table))
+    print(f"\nchannel-lock sleeps: {len(chan)}, median {chan.wait_us.median():.0f} us, "
+          f"p90 {chan.wait_us.quantile(0.9):.0f} us (futex entry to return); by site: "
+          + ", ".join(f"{s} {n}" for s, n in chan.site.value_counts().items()))
+
+
+if __name__ == "__main__":
+    main()
