@@ -168,8 +168,10 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False,
-                                 epilog=__doc__.split("\n\n", 2)[1])
+    paragraphs = __doc__.split("\n\n")
+    ap = argparse.ArgumentParser(description=" ".join(paragraphs[0].split()),
+                                 epilog="\n\n".join(paragraphs[1:3]), allow_abbrev=False,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path,
                     help="a validate/gobatcher run directory with futex.txt.gz beside blocks.csv")
     args = ap.parse_args(argv)

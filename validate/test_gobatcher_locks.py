@@ -71,7 +71,7 @@ def test_a_run_without_the_monotonic_start_is_refused_with_the_reason():
         per_block(blocks, read_sleeps(TRACE))
 
 
-def test_a_run_without_a_trace_says_so(tmp_path, capsys):
+def test_a_run_without_a_trace_says_so(tmp_path):
     with pytest.raises(SystemExit, match="no futex.txt.gz"):
         main([str(tmp_path)])
 
