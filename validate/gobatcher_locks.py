@@ -26,10 +26,16 @@ Per block: how many of each (``sleeps_put`` ...), how long the worker's (``recv`
 channel-lock sleep began (``first_sleep_us``), and the block's composition class
 (``kind``: :func:`validate.gobatcher_processors.kind_of`).
 
+The worker's convoy (:func:`chains`): a chain is the worker's sleeps each of which starts
+within ``CHAIN_GAP_US`` of the previous one's return (one thread); between two sleeps of a
+chain the worker is awake, and with ``items.csv`` (``-items``) the ``Put``s made meanwhile
+(all by another processor: the worker holds its own) say whether the lock's holder ran.
+
 Usage: ``python -m validate.gobatcher_locks RUN_DIR`` (a run with ``futex.txt.gz`` or
 ``futex.txt`` beside its ``blocks.csv``) prints, by GOMAXPROCS, N, flush and class, the
 share of blocks with a channel-lock sleep, with one of the worker's, the sleeps per block by
-site and the median sleep.
+site and the median sleep; then the chains by class, and the ``Put`` rate while the worker is
+awake in a chain and while it sleeps.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -139,6 +146,55 @@ def per_block(blocks: pd.DataFrame, sleeps: pd.DataFrame) -> pd.DataFrame:
     return out.assign(**counts, worker_sleep_us=worker_us, first_sleep_us=first_us)
 
 
+CHAIN_GAP_US = 20.0
+"""The longest time awake between two of the worker's sleeps of one chain (us)."""
+
+
+def _total(x: pd.Series) -> float:
+    """A sum that is NaN where nothing was measured (blocks without items)."""
+    return float(x.sum(min_count=1))
+
+
+def _puts_in(puts: np.ndarray, spans: list[tuple[float, float]]) -> int:
+    """How many of the sorted times ``puts`` fall in the ``spans`` (start, end)."""
+    return int(sum(np.searchsorted(puts, z) - np.searchsorted(puts, a) for a, z in spans))
+
+
+def chains(table: pd.DataFrame, sleeps: pd.DataFrame,
+           items: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The worker's chains of sleeps in each block of ``table`` (:func:`per_block`): one row
+    per chain, with the block's ``gomaxprocs``, ``n_tx``, ``flush`` and ``kind``, its
+    ``sleeps``, and with ``items``, over its gaps: ``awake_us`` and ``puts_awake`` (the time
+    the worker was awake between its sleeps and the ``Put``s made meanwhile) and
+    ``asleep_us`` and ``puts_asleep`` (the same over its sleeps but the last)."""
+    worker = sleeps[sleeps.site.isin(["recv", "select"])].dropna(subset=["wait_us"])
+    worker = worker.sort_values("t_s")
+    t = worker.t_s.to_numpy()
+    item_groups = dict(iter(items.groupby(["cell_no", "rep"]))) if items is not None else {}
+    rows = []
+    for b in table.itertuples():
+        start = float(b.block_start_mono_s)
+        lo, hi = np.searchsorted(t, start), np.searchsorted(t, start + float(b.block_time_s))
+        its = item_groups.get((b.cell_no, b.rep)) if items is not None else None
+        puts = np.sort(start + its.put_us.to_numpy() * 1e-6) if its is not None else None
+        for _, g in worker.iloc[lo:hi].groupby("tid"):
+            enter = g.t_s.to_numpy()
+            ret = enter + g.wait_us.to_numpy() * 1e-6
+            cut = np.flatnonzero(enter[1:] - ret[:-1] >= CHAIN_GAP_US * 1e-6) + 1
+            for idx in np.split(np.arange(len(enter)), cut):
+                row = {"gomaxprocs": b.gomaxprocs, "n_tx": b.n_tx, "flush": b.flush,
+                       "kind": b.kind, "sleeps": len(idx)}
+                if puts is not None:
+                    awake = list(zip(ret[idx[:-1]], enter[idx[1:]]))
+                    asleep = list(zip(enter[idx[:-1]], ret[idx[:-1]]))
+                    row.update(awake_us=sum(z - a for a, z in awake) * 1e6,
+                               puts_awake=_puts_in(puts, awake),
+                               asleep_us=sum(z - a for a, z in asleep) * 1e6,
+                               puts_asleep=_puts_in(puts, asleep))
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def load(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(:func:`per_block`, :func:`read_sleeps`) of a run directory with a futex trace."""
     for name in ("futex.txt.gz", "futex.txt"):
@@ -180,12 +236,32 @@ def main(argv: list[str] | None = None) -> None:
     except (FileNotFoundError, ValueError) as e:
         sys.exit(f"gobatcher_locks: {e}")
     chan = sleeps[sleeps.site != "other"]
+    items = None
+    if any((args.run / n).exists() for n in ("items.csv", "items.csv.gz")):
+        items = read_csv(args.run / "items.csv")
+    ch = chains(table, sleeps, items)
     with pd.option_context("display.width", 200, "display.max_columns", None,
                            "display.float_format", "{:.3g}".format):
         print(summary(table))
     print(f"\nchannel-lock sleeps: {len(chan)}, median {chan.wait_us.median():.0f} us, "
           f"p90 {chan.wait_us.quantile(0.9):.0f} us (futex entry to return); by site: "
           + ", ".join(f"{s} {n}" for s, n in chan.site.value_counts().items()))
+    if ch.empty:
+        return
+    agg: dict[str, tuple[str, Any]] = {"chains": ("sleeps", "size"), "mean": ("sleeps", "mean"),
+                                       "max": ("sleeps", "max")}
+    if items is not None:
+        agg.update({c: (c, _total) for c in ("awake_us", "puts_awake", "asleep_us",
+                                              "puts_asleep")})
+    by = ch.groupby(["gomaxprocs", "n_tx", "flush", "kind"]).agg(**agg)
+    if items is not None:
+        by = by.assign(puts_per_us_awake=by.puts_awake / by.awake_us,
+                       puts_per_us_asleep=by.puts_asleep / by.asleep_us)
+    print(f"\nthe worker's chains of sleeps (each within {CHAIN_GAP_US:g} us of the last's "
+          f"return), and the Puts made while it was awake between them and while it slept:")
+    with pd.option_context("display.width", 200, "display.max_columns", None,
+                           "display.float_format", "{:.3g}".format):
+        print(by)
 
 
 if __name__ == "__main__":

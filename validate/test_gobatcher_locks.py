@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from validate.calibrate_gobatcher import ROOT
-from validate.gobatcher_locks import load, main, per_block, read_sleeps, summary
+from validate.gobatcher_locks import chains, load, main, per_block, read_sleeps, summary
 
 LOCKS = ROOT / "validate" / "gobatcher" / "data" / "locks"
 
@@ -62,6 +62,25 @@ def test_a_block_counts_the_sleeps_inside_it_on_the_traces_clock():
     assert row.worker_sleep_us == pytest.approx(30.0)
     assert row.first_sleep_us == pytest.approx(10.0)
     assert row.kind == "few"
+
+
+def test_the_worker_s_sleeps_chain_and_the_puts_between_them_are_counted():
+    recv = LOCK + ["runtime.chanrecv", "runtime.selectnbrecv"]
+    trace = (_wait(100.000010, 7, recv) + _ret(100.000040, 7)         # asleep 10-40 us
+             + _wait(100.000050, 7, LOCK + ["runtime.sellock", "runtime.selectgo"])
+             + _ret(100.000080, 7)                                    # 10 us awake: a chain
+             + _wait(100.000200, 7, recv) + _ret(100.000210, 7))      # 120 us later: another
+    blocks = pd.DataFrame({"cell_no": [1], "rep": [0], "block_start_mono_s": [100.0],
+                           "block_time_s": [0.001], "n_flushes": [1], "n_tx": [16],
+                           "gomaxprocs": [2], "flush": ["sleep"]})
+    items = pd.DataFrame({"cell_no": 1, "rep": 0, "put_us": [20.0, 30.0, 42.0, 45.0, 48.0, 60.0]})
+    table = per_block(blocks, read_sleeps(trace))
+    ch = chains(table, read_sleeps(trace), items)
+    assert list(ch.sleeps) == [2, 1]
+    first = ch.iloc[0]
+    assert first.awake_us == pytest.approx(10.0) and first.puts_awake == 3     # 42, 45, 48
+    assert first.asleep_us == pytest.approx(30.0) and first.puts_asleep == 2   # 20, 30
+    assert "awake_us" not in chains(table, read_sleeps(trace)).columns         # no items
 
 
 def test_a_run_without_the_monotonic_start_is_refused_with_the_reason():
