@@ -10,7 +10,7 @@ The trace is taken beside the run, on the block's clock (``block_start_mono_s``)
     perf script --ns -i RUN/perf.data --comms gbh -F comm,tid,cpu,time,event,trace,ip,sym \\
         | gzip > RUN/futex.txt.gz
 
-(root, or ``perf_event_paranoid`` <= 1; Go keeps frame pointers, so the user stacks unwind.)
+(As root: system-wide tracepoints. Go keeps frame pointers, so the user stacks unwind.)
 Every ``FUTEX_WAIT`` whose stack holds ``runtime.lock2`` is a thread that found a runtime
 mutex held, spun, and went to sleep on it holding its processor until an unlock woke it
 (Go 1.26 ``src/runtime/lock_spinbit.go``: ``lock2`` -> ``semasleep``; ``unlock2`` ->
@@ -18,7 +18,10 @@ mutex held, spun, and went to sleep on it holding its processor until an unlock 
 
 * ``put``: ``selectnbsend`` -- go-batcher's ``Put`` (a ``select`` with a ``default``);
 * ``recv``: ``selectnbrecv`` -- the worker's drain loop, a receive that does not block;
-* ``select``: ``selectgo`` -- the worker's blocking ``select`` over its channels;
+* ``select``: ``selectgo`` -- the worker's blocking ``select``, which locks each of its
+  channels; of them only the item channel is touched by other goroutines during a block
+  (``done`` and the trigger are not, and drain mode never arms the timer: go-batcher
+  v2.0.6 ``worker``), so its contention is the item channel's;
 * ``other``: any other runtime lock (stack growth's ``stackcacherefill``, ``sysmon``...).
 
 Per block: how many of each (``sleeps_put`` ...), how long the worker's (``recv`` and
