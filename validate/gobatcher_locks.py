@@ -12,7 +12,8 @@ The trace is taken beside the run, on the block's clock (``block_start_mono_s``)
 
 (As root: system-wide tracepoints. Go keeps frame pointers, so the user stacks unwind.)
 Every ``FUTEX_WAIT`` whose stack holds ``runtime.lock2`` is a thread that found a runtime
-mutex held, spun, and went to sleep on it holding its processor until an unlock woke it
+mutex held, spun if it held the lock word's spin bit (most do not), and went to sleep on
+it holding its processor until an unlock woke it
 (Go 1.26 ``src/runtime/lock_spinbit.go``: ``lock2`` -> ``semasleep``; ``unlock2`` ->
 ``unlock2Wake``). Each is named by what took the lock:
 
