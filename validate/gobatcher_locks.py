@@ -60,6 +60,8 @@ from validate.gobatcher_processors import kind_of
 
 SITES = (("put", "selectnbsend"), ("recv", "selectnbrecv"), ("select", "selectgo"))
 """Each channel-lock site and the runtime function in its stack that names it."""
+WORKER_SITES = ("recv", "select")
+"""The sites where go-batcher's worker sleeps."""
 _EVENT = re.compile(r"\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+syscalls:sys_(enter|exit)_futex:"
                     r"\s*(.*)")
 _OP = re.compile(r"op: (0x[0-9a-f]+)")
@@ -142,7 +144,7 @@ def per_block(blocks: pd.DataFrame, sleeps: pd.DataFrame) -> pd.DataFrame:
         inside = sleeps.iloc[lo:hi]
         for site, n in inside.site.value_counts().items():
             counts[f"sleeps_{site}"][i] = n
-        worker = inside[inside.site.isin(["recv", "select"])]
+        worker = inside[inside.site.isin(WORKER_SITES)]
         worker_us[i] = float(worker.wait_us.sum())
         chan = inside[inside.site != "other"]
         if len(chan):
@@ -171,7 +173,7 @@ def chains(table: pd.DataFrame, sleeps: pd.DataFrame,
     ``sleeps``, and with ``items``, over its gaps: ``awake_us`` and ``puts_awake`` (the time
     the worker was awake between its sleeps and the ``Put``s made meanwhile) and
     ``asleep_us`` and ``puts_asleep`` (the same over its sleeps but the last)."""
-    worker = sleeps[sleeps.site.isin(["recv", "select"])].dropna(subset=["wait_us"])
+    worker = sleeps[sleeps.site.isin(WORKER_SITES)].dropna(subset=["wait_us"])
     worker = worker.sort_values("t_s")
     t = worker.t_s.to_numpy()
     item_groups = dict(iter(items.groupby(["cell_no", "rep"]))) if items is not None else {}
@@ -179,7 +181,7 @@ def chains(table: pd.DataFrame, sleeps: pd.DataFrame,
     for b in table.itertuples():
         start = float(b.block_start_mono_s)
         lo, hi = np.searchsorted(t, start), np.searchsorted(t, start + float(b.block_time_s))
-        its = item_groups.get((b.cell_no, b.rep)) if items is not None else None
+        its = item_groups.get((b.cell_no, b.rep))
         puts = np.sort(start + its.put_us.to_numpy() * 1e-6) if its is not None else None
         for _, g in worker.iloc[lo:hi].groupby("tid"):
             enter = g.t_s.to_numpy()
@@ -217,14 +219,20 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     """By GOMAXPROCS, N, flush and class: blocks, the share with a channel-lock sleep and
     with one of the worker's, mean sleeps per block by site, the worker's sleep per block
     (us) and the median first sleep (us after the block's start)."""
-    chan = table.sleeps_put + table.sleeps_recv + table.sleeps_select
-    worker = table.sleeps_recv + table.sleeps_select
+    worker = sum(table[f"sleeps_{site}"] for site in WORKER_SITES)
+    chan = table.sleeps_put + worker
     t = table.assign(chan=chan > 0, worker=worker > 0)
     return t.groupby(["gomaxprocs", "n_tx", "flush", "kind"]).agg(
         blocks=("chan", "size"), any_sleep=("chan", "mean"), worker_sleep=("worker", "mean"),
         put=("sleeps_put", "mean"), recv=("sleeps_recv", "mean"),
         select=("sleeps_select", "mean"), worker_us=("worker_sleep_us", "mean"),
         first_us=("first_sleep_us", "median"))
+
+
+def _show(frame: pd.DataFrame) -> None:
+    with pd.option_context("display.width", 200, "display.max_columns", None,
+                           "display.float_format", "{:.3g}".format):
+        print(frame)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -244,9 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     if any((args.run / n).exists() for n in ("items.csv", "items.csv.gz")):
         items = read_csv(args.run / "items.csv")
     ch = chains(table, sleeps, items)
-    with pd.option_context("display.width", 200, "display.max_columns", None,
-                           "display.float_format", "{:.3g}".format):
-        print(summary(table))
+    _show(summary(table))
     print(f"\nchannel-lock sleeps: {len(chan)}, median {chan.wait_us.median():.0f} us, "
           f"p90 {chan.wait_us.quantile(0.9):.0f} us (futex entry to return); by site: "
           + ", ".join(f"{s} {n}" for s, n in chan.site.value_counts().items()))
@@ -263,9 +269,7 @@ def main(argv: list[str] | None = None) -> None:
                        puts_per_us_asleep=by.puts_asleep / by.asleep_us)
     print(f"\nthe worker's chains of sleeps (each within {CHAIN_GAP_US:g} us of the last's "
           f"return), and the Puts made while it was awake between them and while it slept:")
-    with pd.option_context("display.width", 200, "display.max_columns", None,
-                           "display.float_format", "{:.3g}".format):
-        print(by)
+    _show(by)
 
 
 if __name__ == "__main__":
