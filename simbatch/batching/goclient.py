@@ -33,8 +33,7 @@ the client's CPU (the case refuses them); the service's permit pool and client-s
 
 from __future__ import annotations
 
-from array import array
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import simpy
@@ -48,7 +47,8 @@ from .records import Recorder
 from .scheduler import PARK, QUANTUM_NS, SYNC, G, P, Scheduler, Timer
 from .slicepool import SlicePool
 
-ITEM, FIRED = "item", "timer"
+ITEM: Final = "item"
+FIRED: Final = "timer"
 
 
 class GoBlock:
@@ -61,6 +61,12 @@ class GoBlock:
         self.env = env
         self.sched = sched
         self.go: GoConfig = case.go
+        go = self.go                     # the costs read per item or transaction, as floats
+        self._put_ns: float = go.put_ns
+        self._exit_ns: float = go.exit_ns
+        self._done_ns: float = go.done_ns
+        self._ready_ns: float = go.ready_ns
+        self._select_ready_ns: float = go.select_ready_ns
         self.workload = case.workload
         self.batcher: BatcherConfig = case.batcher
         self.service_config = case.service
@@ -69,7 +75,7 @@ class GoBlock:
         self._counts, self._keys = inputs_and_keys(self.workload, rngs)
         self._noise: list[float] = []
         self._rng_service = rngs["service"]
-        self._remaining = array("q")
+        self._remaining: list[int] = []      # inputs not yet done, per transaction
         self._waiting: dict[int, G] = {}
         self.ch = Chan(sched, self.batcher.queue_capacity, self._entered)
         self.work = Chan(sched, 0)
@@ -81,7 +87,6 @@ class GoBlock:
         """Times go-batcher's worker's ``select`` found a case ready and did not block."""
         self._select: Waiter | None = None
         self._timer: Timer | None = None
-        go = self.go
         self.slices = SlicePool.for_batcher(go.gomaxprocs or 1, self.batcher.size,
                                             go.alloc_ns, go.alloc_kib_ns)
 
@@ -153,7 +158,7 @@ class GoBlock:
     def _txn(self, g: G, tx: int, sem: Chan, group: WaitGroup) -> Op:
         yield from self._decorate(g, tx)
         _, _, cost = sem.poll()
-        yield cost + group.done() + self.go.exit_ns
+        yield cost + group.done() + self._exit_ns
 
     def _decorate(self, g: G, tx: int) -> Op:
         rec, sched, ch = self.rec, self.sched, self.ch
@@ -163,7 +168,7 @@ class GoBlock:
         if k == 0:
             rec.txn_done(txn, sched.now)
             return
-        put = self.go.put_ns
+        put = self._put_ns
         keys = self._keys
         cost = 0.0
         for _ in range(k):
@@ -232,7 +237,7 @@ class GoBlock:
         """The CPU of the worker's ``select`` when a case is ready: v2's four cases locked
         and polled (``[go] select_ready_ns``); v1's is not measured and costs nothing here."""
         self.ready_selects += 1
-        return self.go.select_ready_ns if self._v2 else 0.0
+        return self._select_ready_ns if self._v2 else 0.0
 
     def _worker_v2(self, g: G) -> Op:
         cfg, go, ch, sched = self.batcher, self.go, self.ch, self.sched
@@ -389,7 +394,7 @@ class GoBlock:
         """``wg.Done`` for each item; a transaction whose last input this was is woken."""
         remaining, item_txn = self._remaining, self.rec.item_txn
         sched, now = self.sched, self.sched.now
-        cost = self.go.done_ns * len(items)
+        cost = self._done_ns * len(items)
         for item in items:
             txn = item_txn[item]
             remaining[txn] -= 1
@@ -398,5 +403,5 @@ class GoBlock:
                 waiter = self._waiting.pop(txn, None)
                 if waiter is not None:
                     sched.ready(waiter)
-                    cost += self.go.ready_ns
+                    cost += self._ready_ns
         return cost

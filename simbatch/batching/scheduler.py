@@ -100,7 +100,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, Final, cast
 
 import numpy as np
 import simpy
@@ -109,45 +109,56 @@ from simpy.core import NORMAL
 from .gocpu import GoConfig
 from .hosttiming import HostTiming
 
-PARK = object()
+PARK: Final = object()
 """Yielded by a goroutine that blocks; whoever it waits for calls :meth:`Scheduler.ready`."""
-SYNC = object()
+SYNC: Final = object()
 """Yielded by a goroutine before it calls into SimPy: its run ends, the next starts at a
 real simulation event."""
 
-LOCAL_RUNQ = 256
+LOCAL_RUNQ: Final = 256
 """Slots of a processor's local run queue (``p.runq``)."""
-GLOBAL_EVERY = 61
+GLOBAL_EVERY: Final = 61
 """A processor checks the global queue first on every 61st ``schedtick`` (``findRunnable``)."""
-FORCE_PREEMPT_S = 10e-3
+FORCE_PREEMPT_S: Final = 10e-3
 """``forcePreemptNS``: the time slice ``sysmon`` lets a processor's goroutines share."""
-SYSMON_PERIOD_S = 10e-3
+SYSMON_PERIOD_S: Final = 10e-3
 """``sysmon``'s sleep while the processors are busy (``usleep(delay)``, ``delay`` at its 10 ms
 cap once ``sysmon`` has found nothing to retake for a few milliseconds)."""
-QUANTUM_NS = 5000.0
-SHARED_QUANTUM_NS = 250.0
+QUANTUM_NS: Final = 5000.0
+SHARED_QUANTUM_NS: Final = 250.0
 """While another processor runs too, a run ends after this much CPU, so that what the two
 do to the same channels interleaves at this resolution (a run's effects land at its start)."""
-COLD_AFTER_S = 100e-6
+COLD_AFTER_S: Final = 100e-6
 """A goroutine parked for longer than this resumes cold (``[go] cold_ns``)."""
-_CHUNK = 4096
-_log1p, _exp, _sqrt = math.log1p, math.exp, math.sqrt
+_CHUNK: Final = 4096
+_NORMAL: Final = NORMAL
+heappush: Final = heapq.heappush        # read once: the compiled engine looks each call up
+heappop: Final = heapq.heappop
 
-IDLE, WAKING, RUNNING = 0, 1, 2
-_CONT, _PARKED, _EXITED, _SYNCED = 0, 1, 2, 3
+IDLE: Final = 0
+WAKING: Final = 1
+RUNNING: Final = 2
+_CONT: Final = 0
+_PARKED: Final = 1
+_EXITED: Final = 2
+_SYNCED: Final = 3
 
 Body = Generator[Any, Any, None]
+_Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
+"""One of the scheduler's own events: (when, id, callback, args)."""
+_SimEntry = tuple[float, int, int, Any]
+"""An entry of SimPy's queue: (time, priority, id, event); an int time or priority reads as
+a float or an int."""
 
 
 class G:
-    """A goroutine: its body (a generator), the value it is resumed with, and where it
-    last ran."""
+    """A goroutine: its body (a generator, resumed with ``next``: what it waited for is
+    where it left it) and where it last ran."""
 
-    __slots__ = ("body", "value", "name", "p", "parked_at", "switches")
+    __slots__ = ("body", "name", "p", "parked_at", "switches")
 
     def __init__(self, body: Body, name: str = "") -> None:
         self.body = body
-        self.value: Any = None
         self.name = name
         self.p: P | None = None
         self.parked_at = -1.0            # when it last blocked; new goroutines are cold
@@ -234,7 +245,12 @@ class Scheduler:
     def __init__(self, env: simpy.Environment, config: GoConfig, rng: np.random.Generator,
                  host: HostTiming) -> None:
         self.env = env
+        self._simq = cast("list[_SimEntry]", env._queue)  # SimPy's queue, id counter: _Pump
+        self._next_eid: Callable[[], int] = env._eid.__next__
         self.config = config
+        self._switch_ns: float = config.switch_ns     # read per run: kept as plain floats
+        self._cold_ns: float = config.cold_ns
+        self._wakep_ns: float = config.wakep_ns
         self.host = host
         self._rng = rng
         self._u: list[float] = []
@@ -251,7 +267,7 @@ class Scheduler:
         self._spinning = 0
         self._running = 0
         self._timers: list[Timer] = []
-        self._q: list[tuple[Any, ...]] = []       # (when, id, callback, args): see _Pump
+        self._q: list[_Event] = []                 # see _Pump
         self._pump_at: tuple[float, int] | None = None
         self._pumping = False
         self._pumps: set[tuple[float, int]] = set()    # keys of _Pumps in SimPy's queue
@@ -324,7 +340,7 @@ class Scheduler:
         g = G(None, name)  # type: ignore[arg-type]
         g.body = fn(g, *args)
         prev, self.p = self.p, self.ps[0]
-        while g.body.send(None) is not PARK:
+        while next(g.body) is not PARK:
             pass
         self.p = prev
         return g
@@ -349,7 +365,7 @@ class Scheduler:
             self._observed = True          # another processor may look at this queue
             if not self._spinning:
                 self._wakep()
-                self.p_extra_ns += self.config.wakep_ns
+                self.p_extra_ns += self._wakep_ns
 
     def _ready_outside(self, g: G) -> None:
         if self._idle:
@@ -396,12 +412,11 @@ class Scheduler:
     def _at(self, when: float, callback: Callable[..., None], *args: Any) -> None:
         """``callback(*args)`` at ``when``, in the order a SimPy timeout made now would have
         (see :class:`_Pump`)."""
-        env = self.env
-        now = env._now
+        now: float = self.env._now
         if when > now:
             now += when - now               # as SimPy adds a timeout's delay
-        eid = next(env._eid)
-        heapq.heappush(self._q, (now, eid, callback, args))
+        eid = self._next_eid()
+        heappush(self._q, (now, eid, callback, args))
         if not self._pumping:
             key = (now, eid)
             if self._pump_at is None or key < self._pump_at:
@@ -411,18 +426,18 @@ class Scheduler:
         self._pump_at = key
         if key not in self._pumps:      # one superseded earlier may wait at this key still
             self._pumps.add(key)
-            simq: list[Any] = self.env._queue         # SimPy's own entries are Events
-            heapq.heappush(simq, (key[0], NORMAL, key[1], _Pump(self._pump, key)))
+            simq = self._simq                          # SimPy's own entries are Events
+            heappush(simq, (key[0], _NORMAL, key[1], _Pump(self._pump, key)))
 
-    def _sim_head(self) -> tuple[Any, ...] | None:
+    def _sim_head(self) -> _SimEntry | None:
         """SimPy's next event, after dropping superseded :class:`_Pump` entries."""
-        simq = self.env._queue
+        simq = self._simq
         while simq:
             head = simq[0]
             ev = head[3]
             if type(ev) is not _Pump or ev.key == self._pump_at:
                 return head
-            heapq.heappop(simq)
+            heappop(simq)
             self._pumps.discard(ev.key)
         return None
 
@@ -439,17 +454,18 @@ class Scheduler:
         self._pump_at = None
         self._pumping = True
         env, q = self.env, self._q
-        simq = env._queue
-        pop = heapq.heappop
+        simq = self._simq
+        pop = heappop
         try:
             while q:
                 head = q[0]
                 if simq:
-                    nxt: tuple[Any, ...] | None = simq[0]
+                    nxt: _SimEntry | None = simq[0]
                     if type(simq[0][3]) is _Pump:       # superseded while pumping
                         nxt = self._sim_head()
-                    if nxt is not None and nxt < (head[0], NORMAL, head[1]):
-                        break
+                    if nxt is not None and (nxt[0] < head[0] or nxt[0] == head[0] and (
+                            nxt[1] < _NORMAL or nxt[1] == _NORMAL and nxt[2] < head[1])):
+                        break                           # SimPy's comes first
                 pop(q)
                 env._now = self.now = head[0]
                 head[2](*head[3])
@@ -462,7 +478,7 @@ class Scheduler:
         """A runtime timer (``time.Timer``, ``time.Sleep``) of ``d_s`` from now;
         ``fire(p)`` runs when it fires (see the module docstring)."""
         t = Timer(self.now + d_s, fire)
-        heapq.heappush(self._timers, t)
+        heappush(self._timers, t)
         if self._idle and (self._poll_for is None or t.when < self._poll_for):
             self._poll()                  # netpollBreak: the poller waits for the new one
         return t
@@ -470,7 +486,7 @@ class Scheduler:
     def _earliest(self) -> Timer | None:
         timers = self._timers
         while timers and timers[0].dead:
-            heapq.heappop(timers)
+            heappop(timers)
         return timers[0] if timers else None
 
     def _poll(self) -> None:
@@ -517,7 +533,7 @@ class Scheduler:
     def _run_due(self, p: P) -> None:
         timers, now = self._timers, self.now
         while timers and (timers[0].dead or timers[0].when <= now):
-            t = heapq.heappop(timers)
+            t = heappop(timers)
             if not t.dead:
                 self._fire(t, p)
 
@@ -657,31 +673,25 @@ class Scheduler:
             if switched:
                 self.switches += 1
                 g.switches += 1
-                cost = self.config.switch_ns
+                cost = self._switch_ns
                 if self.now - g.parked_at > COLD_AFTER_S or g.parked_at < 0:
-                    cost += self.config.cold_ns
+                    cost += self._cold_ns
             self.p_extra_ns = 0.0
-            body, value = g.body, g.value
-            g.value = None
-            status = _CONT
-            try:
-                while True:
-                    op = body.send(value)
-                    value = None
-                    if op is PARK:
-                        status = _PARKED
-                        break
-                    if op is SYNC:
-                        status = _SYNCED
-                        break
-                    cost += op
-                    if cost >= QUANTUM_NS or self._observed or (
-                            cost >= SHARED_QUANTUM_NS and self._running > 1):
-                        # a goroutine it made runnable may be stolen: let time pass
-                        self._observed = False
-                        break
-            except StopIteration:
-                status = _EXITED
+            status = _EXITED
+            for op in g.body:
+                if op is PARK:
+                    status = _PARKED
+                    break
+                if op is SYNC:
+                    status = _SYNCED
+                    break
+                cost += cast(float, op)      # compiled: a float add, not a generic one
+                if cost >= QUANTUM_NS or self._observed or (
+                        cost >= SHARED_QUANTUM_NS and self._running > 1):
+                    # a goroutine it made runnable may be stolen: let time pass
+                    self._observed = False
+                    status = _CONT
+                    break
             cost += self.p_extra_ns
             # [host] cpu_noise_ns: lognormal, mean 1, variance cpu_noise_ns / cost (none
             # below a picosecond, where noise / cost would overflow)
@@ -689,8 +699,8 @@ class Scheduler:
                 z = self._z
                 if not z:
                     z.extend(self.host.normals())
-                s2 = _log1p(self._noise_ns / cost)
-                cost *= _exp(_sqrt(s2) * z.pop() - 0.5 * s2)
+                s2 = math.log1p(self._noise_ns / cost)
+                cost *= math.exp(math.sqrt(s2) * z.pop() - 0.5 * s2)
             cost *= p.slowness
             p.busy_ns += cost
             self.p = None
