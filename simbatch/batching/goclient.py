@@ -77,7 +77,7 @@ class GoBlock:
         self._rng_service = rngs["service"]
         self._remaining: list[int] = []      # inputs not yet done, per transaction
         self._waiting: dict[int, G] = {}
-        self.ch = Chan(sched, self.batcher.queue_capacity, self._entered)
+        self.ch = Chan(sched, self.batcher.queue_capacity, recorder.enqueued)
         self.work = Chan(sched, 0)
         self.end_s = 0.0
         self.all_done = env.event()
@@ -127,9 +127,6 @@ class GoBlock:
             yield self.go.chan_ns + self.go.timer_ns
             d = period_s
         yield PARK
-
-    def _entered(self, item: int) -> None:
-        self.rec.enqueued(item, self.sched.now)
 
     # ------------------------------------------------------------------ producers
     def _driver(self, g: G) -> Op:

@@ -50,12 +50,12 @@ class Waiter:
 class Chan:
     """A channel of ``capacity`` values (0: unbuffered) between goroutines.
 
-    ``on_enter(value)`` is called when a value enters the buffer or is handed to a
+    ``on_enter(value, now)`` is called when a value enters the buffer or is handed to a
     receiver (the item's enqueue time, for the records).
     """
 
     def __init__(self, sched: Scheduler, capacity: int,
-                 on_enter: Callable[[Any], None] | None = None) -> None:
+                 on_enter: Callable[[Any, float], None] | None = None) -> None:
         self.sched = sched
         self.capacity = capacity
         self.buf: deque[Any] = deque()
@@ -81,13 +81,13 @@ class Chan:
             waiter = self.recvq.popleft()
             if waiter.claim(self, value):
                 if self.on_enter is not None:
-                    self.on_enter(value)
+                    self.on_enter(value, self.sched.now)
                 self.sched.ready(waiter.g)
                 return self._wake_ns
         if len(self.buf) < self.capacity and not self.sendq:
             self.buf.append(value)
             if self.on_enter is not None:
-                self.on_enter(value)
+                self.on_enter(value, self.sched.now)
             return self._op_ns
         return None
 
@@ -108,14 +108,14 @@ class Chan:
                 sender, sent = self.sendq.popleft()
                 self.buf.append(sent)
                 if self.on_enter is not None:
-                    self.on_enter(sent)
+                    self.on_enter(sent, self.sched.now)
                 self.sched.ready(sender)
                 return True, value, self._wake_ns
             return True, value, self._op_ns
         if self.sendq:
             sender, value = self.sendq.popleft()
             if self.on_enter is not None:
-                self.on_enter(value)
+                self.on_enter(value, self.sched.now)
             self.sched.ready(sender)
             return True, value, self._wake_ns
         return False, None, self._op_ns

@@ -134,6 +134,7 @@ _CHUNK: Final = 4096
 _NORMAL: Final = NORMAL
 heappush: Final = heapq.heappush        # read once: the compiled engine looks each call up
 heappop: Final = heapq.heappop
+_log1p: Final = math.log1p              # (math.sqrt and math.exp it compiles to C calls)
 
 IDLE: Final = 0
 WAKING: Final = 1
@@ -286,6 +287,7 @@ class Scheduler:
         last (each charged ``switch_ns``)."""
         self._observed = False
         self._sysmon_asleep = False
+        self._after_cb: Callable[[P, G, int], None] = self._after    # bound once, not per run
         self._at(float(rng.random()) * SYSMON_PERIOD_S, self._sysmon)
 
     @property
@@ -699,7 +701,7 @@ class Scheduler:
                 z = self._z
                 if not z:
                     z.extend(self.host.normals())
-                s2 = math.log1p(self._noise_ns / cost)
+                s2 = _log1p(self._noise_ns / cost)
                 cost *= math.exp(math.sqrt(s2) * z.pop() - 0.5 * s2)
             cost *= p.slowness
             p.busy_ns += cost
@@ -711,7 +713,7 @@ class Scheduler:
                 end += self._stall_s(p, cost)
             q = self._q
             if status == _SYNCED or (q and end >= q[0][0]) or end >= self._sim_time():
-                self._at(end, self._after, p, g, status)
+                self._at(end, self._after_cb, p, g, status)
                 return
             self.now = end                             # run ahead: nothing happens before
             if status == _CONT:
