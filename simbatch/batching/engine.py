@@ -217,12 +217,14 @@ def _latency(values: np.ndarray, prefix: str) -> dict[str, float]:
 
 def _arrays(run: BatchRun) -> dict[str, np.ndarray]:
     rec = run.recorder
-    batch_of = np.frombuffer(rec.item_batch, np.int64)
-    return {"put": np.frombuffer(rec.item_put), "enq": np.frombuffer(rec.item_enq),
+    batch_of = np.asarray(rec.item_batch, np.int64)
+    return {"put": np.asarray(rec.item_put, np.float64),
+            "enq": np.asarray(rec.item_enq, np.float64),
             "flush": np.frombuffer(rec.batch_flush)[batch_of],
             "start": np.frombuffer(rec.batch_start)[batch_of],
             "done": np.frombuffer(rec.batch_done_at)[batch_of],
-            "txn_latency": np.frombuffer(rec.txn_end) - np.frombuffer(rec.txn_start)}
+            "txn_latency": (np.asarray(rec.txn_end, np.float64)
+                            - np.asarray(rec.txn_start, np.float64))}
 
 
 def run_metrics(run: BatchRun) -> dict[str, float]:

@@ -33,24 +33,27 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 import pandas as pd
 
 from .batcher import TRIGGERS
 
-_NAN = float("nan")
+_NAN: Final = float("nan")
 
 
 class Recorder:
     """Append-only run records. ``keys`` (optional) maps item -> key for unique counts."""
 
     def __init__(self) -> None:
-        self.item_txn = array("q")
-        self.item_put = array("d")
-        self.item_enq = array("d")
-        self.item_batch = array("q")
-        self.item_key = array("q")
+        # per item and per transaction: lists, which take an element in one step where an
+        # array converts it (the run's hottest path: tens of bytes more per item)
+        self.item_txn: list[int] = []
+        self.item_put: list[float] = []
+        self.item_enq: list[float] = []
+        self.item_batch: list[int] = []
+        self.item_key: list[int] = []
         self.batch_trigger = array("b")
         self.batch_size = array("q")
         self.batch_cost = array("q")
@@ -64,11 +67,10 @@ class Recorder:
         self.batch_set_ns = array("d")
         self.batch_app_ns = array("d")
         self.batch_lock_wait_ns = array("d")
-        self.txn_inputs = array("q")
-        self.txn_start = array("d")
-        self.txn_end = array("d")
+        self.txn_inputs: list[int] = []
+        self.txn_start: list[float] = []
+        self.txn_end: list[float] = []
         self._trigger_code = {t: i for i, t in enumerate(TRIGGERS)}
-        self._blank: dict[int, tuple[array, array]] = {}   # new_items' unset fields
 
     # ------------------------------------------------------------- during the run
     def new_txn(self, n_inputs: int, now: float) -> int:
@@ -87,16 +89,12 @@ class Recorder:
 
     def new_items(self, txn: int, k: int, now: float, keys: Sequence[int]) -> range:
         """``k`` items of ``txn`` put at ``now``, their keys the next ``k`` of ``keys``
-        (indexed by item): what ``k`` calls of :meth:`new_item` record, in one step (an
-        ``array('q')`` of keys is the fast one)."""
+        (indexed by item): what ``k`` calls of :meth:`new_item` record, in one step."""
         first = len(self.item_txn)
-        blank = self._blank.get(k)
-        if blank is None:
-            blank = self._blank[k] = (array("d", [_NAN]) * k, array("q", [-1]) * k)
-        self.item_txn.fromlist([txn] * k)
-        self.item_put.fromlist([now] * k)
-        self.item_enq.extend(blank[0])
-        self.item_batch.extend(blank[1])
+        self.item_txn.extend([txn] * k)
+        self.item_put.extend([now] * k)
+        self.item_enq.extend([_NAN] * k)
+        self.item_batch.extend([-1] * k)
         self.item_key.extend(keys[first:first + k])
         return range(first, first + k)
 
@@ -184,7 +182,7 @@ class Recorder:
 
     def item_frame(self, batches: pd.DataFrame | None = None) -> pd.DataFrame:
         b = self.batch_frame() if batches is None else batches
-        bidx = np.frombuffer(self.item_batch, np.int64)
+        bidx = np.asarray(self.item_batch, np.int64)
         ok = bidx >= 0
         safe = np.where(ok, bidx, 0)
 
@@ -194,10 +192,10 @@ class Recorder:
 
         df = pd.DataFrame({
             "item": np.arange(len(bidx)),
-            "txn": np.frombuffer(self.item_txn, np.int64),
+            "txn": np.asarray(self.item_txn, np.int64),
             "batch": bidx,
-            "t_put_s": np.frombuffer(self.item_put),
-            "t_enqueued_s": np.frombuffer(self.item_enq),
+            "t_put_s": np.asarray(self.item_put, np.float64),
+            "t_enqueued_s": np.asarray(self.item_enq, np.float64),
             "t_flush_s": col("t_flush_s"),
             "t_start_s": col("t_start_s"),
             "t_done_s": col("t_done_s"),
@@ -212,9 +210,9 @@ class Recorder:
     def txn_frame(self) -> pd.DataFrame:
         df = pd.DataFrame({
             "txn": np.arange(len(self.txn_inputs)),
-            "n_inputs": np.frombuffer(self.txn_inputs, np.int64),
-            "t_start_s": np.frombuffer(self.txn_start),
-            "t_end_s": np.frombuffer(self.txn_end),
+            "n_inputs": np.asarray(self.txn_inputs, np.int64),
+            "t_start_s": np.asarray(self.txn_start, np.float64),
+            "t_end_s": np.asarray(self.txn_end, np.float64),
         })
         df["latency_s"] = df.t_end_s - df.t_start_s
         return df
