@@ -1,7 +1,10 @@
 """Per-item, per-transaction and per-batch records; DataFrames built once, at the edge.
 
-Components append to compact typed arrays during the run (a million items cost tens of MB,
-not a Python object each); :meth:`Recorder.frames` turns them into pandas DataFrames.
+Components append to columns during the run: lists per item and per transaction (a list
+takes an element as it is, where a typed array converts it, and an item's five columns are
+the Go engine's hottest path; the price is memory: a million items hold ~170 MB compiled,
+~50 MB in Python), typed arrays per batch; :meth:`Recorder.frames` turns them into pandas
+DataFrames.
 
 Item frame columns (one row per item put into the batcher)
     ``item`` id; ``txn`` the transaction that put it; ``batch`` the batch that carried it;
@@ -47,8 +50,7 @@ class Recorder:
     """Append-only run records. ``keys`` (optional) maps item -> key for unique counts."""
 
     def __init__(self) -> None:
-        # per item and per transaction: lists, which take an element in one step where an
-        # array converts it (the run's hottest path: tens of bytes more per item)
+        # per item and per transaction: lists (see the module docstring)
         self.item_txn: list[int] = []
         self.item_put: list[float] = []
         self.item_enq: list[float] = []

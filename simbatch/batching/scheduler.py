@@ -132,7 +132,8 @@ COLD_AFTER_S: Final = 100e-6
 """A goroutine parked for longer than this resumes cold (``[go] cold_ns``)."""
 _CHUNK: Final = 4096
 _NORMAL: Final = NORMAL
-heappush: Final = heapq.heappush        # read once: the compiled engine looks each call up
+# Final: the compiled engine reads these without a lookup in the module's globals
+heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 _log1p: Final = math.log1p              # (math.sqrt and math.exp it compiles to C calls)
 
@@ -153,8 +154,9 @@ a float or an int."""
 
 
 class G:
-    """A goroutine: its body (a generator, resumed with ``next``: what it waited for is
-    where it left it) and where it last ran."""
+    """A goroutine: its body (a generator, resumed with ``next``: whoever readies it leaves
+    what it waited for where the body looks, in a :class:`~.gosync.Waiter` or a channel) and
+    where it last ran."""
 
     __slots__ = ("body", "name", "p", "parked_at", "switches")
 
