@@ -80,6 +80,41 @@ func chanPair(n int) {
 	}
 }
 
+// chanContended: n buffered sends while a goroutine on the other processor receives from
+// the same channel without pause (a non-blocking receive in a loop, as go-batcher's drain
+// loop does). The channel starts with a backlog, so every receive finds an item and takes
+// the lock (a non-blocking receive from an empty channel returns without it: chanrecv's
+// fast path); the two serialize on the lock and its cache line. Per send, the time an
+// operation holds the lock as the other processor sees it ([go] lock_ns). Needs
+// GOMAXPROCS 2; the sender never blocks.
+func chanContended(n int) {
+	const backlog = 4096
+	c := make(chan int, n+backlog)
+	for i := 0; i < backlog; i++ {
+		c <- i
+	}
+	var started atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		started.Store(true)
+		for got := 0; got < n+backlog/2; {
+			select {
+			case <-c:
+				got++
+			default:
+			}
+		}
+	}()
+	for !started.Load() {
+		runtime.Gosched()
+	}
+	for i := 0; i < n; i++ {
+		c <- i
+	}
+	<-done
+}
+
 // pingPong: two goroutines hand a value back and forth over unbuffered channels; one round
 // trip is two hand-offs, each a send that readies a parked receiver and a park.
 func pingPong(n int) {
@@ -251,6 +286,7 @@ func measureCosts() (costs []costResult) {
 	rt := trial(trials, 2000, pingPong)
 	runtime.GOMAXPROCS(2)
 	rt2 := trial(trials, 2000, pingPong)
+	lockNs := trial(trials, 20_000, chanContended)
 	runtime.GOMAXPROCS(1)
 	doneNs := trial(trials, 50_000, wgDone)
 	timerNs := trial(trials, 10_000, timerReset) / 2
@@ -286,6 +322,7 @@ func measureCosts() (costs []costResult) {
 		{"ready_ns", readyNs, "unbuffered ping-pong round trip / 2 - chan - switch"},
 		{"wakep_ns", wakepNs, "ping-pong at GOMAXPROCS 2 less at 1, per hand-off (wakep's futex wake)"},
 		{"chan_ns", chanNs, "buffered send or receive"},
+		{"lock_ns", lockNs, "buffered send while the other processor polls the channel (GOMAXPROCS 2)"},
 		{"put_ns", putNs, "go-batcher v2 Put beyond its send (half of put+receive)"},
 		{"item_ns", itemNs, "worker's receive and append (half of put+receive)"},
 		{"flush_ns", flushNs, "size-1 flush through a pool of 64, less the modelled parts"},
