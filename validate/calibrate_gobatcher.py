@@ -303,16 +303,20 @@ def host_from_probes(host_file: Path, probes: pd.DataFrame | None,
     if probes is None or probes.empty:
         return HostConfig(**table), summary
     grid = np.asarray(table["quantiles"], float)
-    rates, stall_us = [], {}
-    for procs in sorted(probes.gomaxprocs.unique()):
+    # stall_per_s is by running threads (its i-th entry: i + 1 threads); a thread count the
+    # run did not probe (a run of GOMAXPROCS 2 cells only) keeps the host file's
+    rates = list(table.get("stall_per_s", ()))
+    stall_us = dict(table.get("stall_us", {}))
+    for procs in sorted(int(p) for p in probes.gomaxprocs.unique()):
         rows = probes[probes.gomaxprocs == procs]
         stalls = [x for text in rows.stall_us for x in _floats(text)]
         busy = float(rows.busy_s.sum())
         running = busy - sum(stalls) / 1e6     # the probe's time with its thread running
-        rates.append(round(len(stalls) / running, 2) if running > 0 else 0.0)
+        rates += [0.0] * (procs - len(rates))
+        rates[procs - 1] = round(len(stalls) / running, 2) if running > 0 else 0.0
         if stalls:
-            stall_us[str(int(procs))] = _quantiles(stalls, grid)
-        summary[f"stalls_{procs}"] = (f"{rates[-1]:.0f} per s of running, "
+            stall_us[str(procs)] = _quantiles(stalls, grid)
+        summary[f"stalls_{procs}"] = (f"{rates[procs - 1]:.0f} per s of running, "
                                       f"{sum(stalls) / 1e6 / busy:.1%} of the time lost")
     table["stall_per_s"] = tuple(rates)
     table["stall_us"] = stall_us
@@ -725,6 +729,8 @@ def report(table: pd.DataFrame, verdict: Verdict, out=sys.stdout) -> None:
         for r in verdict.share_rows.itertuples():
             print(f"  {r.cell}: few {r.meas_few:.0%} / {r.pred_few:.0%}, one per tx "
                   f"{r.meas_one:.0%} / {r.pred_one:.0%}", file=out)
+        print(f"  {int(_shares_off(verdict.share_rows).sum())} of {len(verdict.share_rows)} "
+              f"cells more than {SHARE_POINTS * 100:.0f} points off", file=out)
     missing = cpu_missing(table)
     if missing is not None:
         print(f"\nGOMAXPROCS 1, sleep flush, {missing['cells']} cells: the process's CPU per "

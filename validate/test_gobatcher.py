@@ -235,6 +235,17 @@ def test_wake_ups_come_from_the_steal_probe_or_else_from_the_host_file():
     assert min(host.backoff_us) == 70.0
 
 
+def test_a_run_probed_at_gomaxprocs_2_only_gives_the_stalls_of_two_threads():
+    # validate/gobatcher/data/locks/: GOMAXPROCS 2 cells only, so only two-thread probes
+    probe = {"gomaxprocs": 2, "busy_s": 0.5, "stall_us": "30 40 50 60", "loadavg_1m": 0.5}
+    host, summary = host_from_probes(ROOT / "models" / "host-loopback.toml",
+                                     pd.DataFrame([probe]))
+    rate = 4 / (0.5 - 180e-6)
+    assert host.stall_per_s == (0.0, pytest.approx(rate, abs=0.01))
+    assert set(host.stall_us) == {"2"} and min(host.stall_us["2"]) == 30.0
+    assert "stalls_1" not in summary and summary["stalls_2"].startswith("8 per s")
+
+
 PROFILES = [HARNESS / "data" / "dispatch", HARNESS / "data" / "profile-timer"]
 """The two profiled cells the shipped model's costs come from: drain on, 3 items a flush;
 drain off, 100 items a flush (data/README.md)."""
