@@ -224,6 +224,96 @@ def test_two_running_processors_interleave_a_shared_channel_below_a_microsecond(
     assert 0 <= t - put[0] <= (SHARED_QUANTUM_NS + 100.0) * 1e-9
 
 
+def _contend(lock_sleep, lock_ns=200.0, wake_us=2.0):
+    """P1 sends 40 values, one each 250 ns; from 1 us on, P0 takes the item channel's lock
+    every 100 ns, 100 times. For each of the two: when it took the lock, how long it spun
+    there, and how many times it slept; and the channel."""
+    from simbatch.batching.gosync import Chan
+
+    env, sched = _sched(procs=2, wake_us=wake_us, lock_ns=lock_ns, lock_sleep=lock_sleep)
+    ch = Chan(sched, 1000)
+    took: dict[str, list[tuple[float, float]]] = {"putter": [], "poller": []}
+    slept = dict.fromkeys(took, 0)
+
+    def take(who):
+        if not took[who]:
+            took[who].append((sched.now + sched.run_ns * 1e-9, -1.0))     # its first try
+        spin = ch.lock(0.0)
+        while spin < 0:
+            slept[who] += 1
+            sched.lock_sleep()
+            yield 0.0
+            spin = ch.lock(0.0)
+        took[who].append((sched.now + sched.run_ns * 1e-9, spin))
+        return spin
+
+    def putter(g):
+        for i in range(40):
+            spin = yield from take("putter")
+            ch.try_send(i)
+            yield 250.0 + spin
+
+    def poller(g):
+        yield 1000.0
+        for _ in range(100):
+            spin = yield from take("poller")
+            yield 100.0 + spin
+
+    def main(g):
+        sched.go(putter)
+        yield from poller(g)
+
+    sched.start(main)
+    env.run()
+    return took, slept, ch
+
+
+def test_an_operation_that_finds_the_channel_locked_spins_or_sleeps_a_wake_up():
+    # lock_sleep 0: an operation within lock_ns of the other processor's waits for it to let
+    # go, as CPU, never longer than lock_ns
+    # (an operation of the other that the model ran ahead, later in time, counts too, so a
+    # spin lasts at most twice lock_ns)
+    took, slept, ch = _contend(0.0)
+    spins = [spin for who in took for _, spin in took[who][1:] if spin > 0]
+    assert len(spins) == ch.lock_held > 5 and sum(slept.values()) == ch.lock_sleeps == 0
+    assert max(spins) <= 2 * 200.0
+    # lock_sleep 1: each operation that finds it held sleeps a wake-up (2 us), holding its
+    # processor, then tries again: its goroutine ends that much later
+    took, slept, ch = _contend(1.0)
+    assert sum(slept.values()) == ch.lock_sleeps == ch.lock_held > 0
+    for who, n, step in (("putter", 40, 250e-9), ("poller", 100, 100e-9)):
+        first, last = took[who][0][0], took[who][-1][0]
+        assert len(took[who]) == n + 1
+        assert last - first == pytest.approx((n - 1) * step + slept[who] * 2e-6, abs=1e-9)
+    # without the lock (lock_ns 0) nothing waits
+    took, slept, ch = _contend(1.0, lock_ns=0.0)
+    assert not ch.locking and ch.lock_held == 0 == sum(slept.values())
+    assert np.diff([t for t, _ in took["poller"][1:]]) == pytest.approx(100e-9)
+
+
+def test_the_lock_convoy_makes_two_processor_drain_blocks_collapse_as_go_s_do():
+    # drain, cap = all, 64 transactions at GOMAXPROCS 2 with a sleeping flush: the worker
+    # that sleeps on the item channel's lock while the other processor keeps putting comes
+    # back to a backlog, and the block becomes a few large flushes in some runs
+    # (validate/gobatcher/data/README.md: 50-60 % of such blocks in a run of these cells
+    # alone, 7-33 % in the full grid); without the lock the model's never do
+    model = tomllib.loads((ROOT / "models/gobatcher-loopback.toml").read_text())["go"]
+    model.pop("model", None)
+    go = GoConfig(**{**model, "gomaxprocs": 2})
+    case = Case(workload=BlockWorkload(n_transactions=64, inputs_per_tx=3, fanout="errgroup",
+                                       cap=64),
+                batcher=BatcherConfig(size=4096, timeout_ms=5, drain=True, dispatch="pool",
+                                      max_concurrent=64),
+                service=ServiceConfig(fixed_us=500, is_sleep=True), host=HOST, go=go)
+    assert go.lock_ns > 0
+
+    def few(c):
+        return sum(len(simulate(c, seed).recorder.batch_size) <= 8 for seed in range(30))
+
+    assert 3 <= few(case) <= 24
+    assert few(replace(case, go=replace(go, lock_ns=0.0))) == 0
+
+
 def test_goroutines_passing_the_processor_through_runnext_share_a_slice_that_sysmon_cuts():
     # a and b ready each other into runnext, so c, in the run queue, never runs -- until
     # sysmon sees the processor's schedtick unchanged for 10 ms and preempts the one
@@ -579,6 +669,7 @@ def test_two_processors_vary_drain_composition_from_seed_to_seed_and_repeat_per_
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("section,key,value", [
     ("go", "gomaxprocs", 0), ("go", "spawn_ns", -1), ("go", "flush_cpu", 1),
+    ("go", "lock_ns", -40.0), ("go", "lock_sleep", 1.5),
     ("host", "wake_us", [-1.0]), ("host", "stall_per_s", [-5.0]),
     ("host", "speed_ratio", [0.5]), ("host", "packed_us", [-1.0]),
     ("host", "cpu_noise_ns", -84.0)])

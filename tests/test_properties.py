@@ -166,7 +166,9 @@ def go_cases(draw):
     go = GoConfig(gomaxprocs=draw(st.integers(1, 3)), flush_cpu=draw(st.booleans()),
                   spawn_ns=draw(cost), switch_ns=draw(cost), ready_ns=draw(cost),
                   wakep_ns=draw(cost), put_ns=draw(cost), flush_ns=draw(cost),
-                  alloc_ns=draw(cost), alloc_kib_ns=draw(st.floats(0, 50)))
+                  alloc_ns=draw(cost), alloc_kib_ns=draw(st.floats(0, 50)),
+                  lock_ns=draw(st.sampled_from([0.0, 47.0, 2000.0])),
+                  lock_sleep=draw(st.floats(0, 1)))
     grid = tuple(np.linspace(0, 1, 11))
     host = draw(st.sampled_from([
         HostConfig(timer_overshoot_us=90),

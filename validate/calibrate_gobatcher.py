@@ -390,6 +390,14 @@ def fitted_cells_of(path: Path) -> int:
     return int(tomllib.loads(path.read_text()).get("provenance", {}).get("fitted_cells", 0))
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def go_from_file(path: Path, **overrides: float) -> GoConfig:
     table = dict(tomllib.loads(path.read_text())["go"])
     table.pop("model", None)
@@ -995,7 +1003,7 @@ def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: 
     apart from the micro-benchmarks (``measured``: name -> where) marked with its source."""
     measured = measured or {}
     base = tomllib.loads(costs_file.read_text())
-    made = [f"{', '.join(measured)} measured from a CPU profile"] if measured else []
+    made = [f"{', '.join(measured)} measured apart (each marked where)"] if measured else []
     made += [f"{', '.join(fitted)} fitted on harness cells"] if fitted else []
     lines = ["# Go runtime costs for simbatch's [go] section: the micro-benchmarks of",
              f"# {costs_file.name}, with {' and '.join(made) or 'nothing else'}, by",
@@ -1013,6 +1021,8 @@ def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: 
         note = (" # fitted" if name in fitted
                 else f" # measured: {measured[name]}" if name in measured else "")
         lines.append(f"{name} = {getattr(go, name):.1f}{note}")
+    lines.append(f"lock_sleep = {go.lock_sleep:.2f} # measured: lock2's contended acquisitions "
+                 "of the item channel (validate/gobatcher/data/README.md, the channel's lock)")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -1022,6 +1032,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", type=Path, default=ROOT / "models" / "host-loopback.toml")
     ap.add_argument("--costs", type=Path, default=ROOT / "models" / "gobatcher-costs-loopback.toml",
                     help="the harness's -costs file (micro-benchmarks)")
+    ap.add_argument("--lock", type=Path, default=None, metavar="COSTS",
+                    help="take [go] lock_ns from this -costs file instead (a later run of the "
+                         "micro-benchmarks, the first to measure it)")
     ap.add_argument("--go", type=Path, default=None,
                     help="a models/ file to judge instead of making one (--profile and --fit "
                          "ignored)")
@@ -1076,6 +1089,18 @@ def main(argv: list[str] | None = None) -> int:
         go = go_from_file(args.costs)
         fitted: dict[str, float] = {}
         measured: dict[str, str] = {}
+        if args.lock is not None:
+            try:
+                lock_ns = float(tomllib.loads(args.lock.read_text())["go"]["lock_ns"])
+            except OSError as e:
+                ap.error(f"--lock {args.lock}: cannot read it ({e.strerror})")
+            except tomllib.TOMLDecodeError as e:
+                ap.error(f"--lock {args.lock}: not TOML ({e})")
+            except (KeyError, TypeError, ValueError):
+                ap.error(f"--lock {args.lock}: no number [go] lock_ns in it (a file the "
+                         f"harness's -costs wrote since 2026-11-28)")
+            go = dataclasses.replace(go, lock_ns=lock_ns)
+            measured["lock_ns"] = f"{_shown(args.lock)} (-costs)"
         if args.profile is not None:
             try:
                 costs, about = costs_from_profile(args.profile, go, host)

@@ -33,6 +33,7 @@ the client's CPU (the case refuses them); the service's permit pool and client-s
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, Final
 
 import numpy as np
@@ -168,7 +169,14 @@ class GoBlock:
         put = self._put_ns
         keys = self._keys
         cost = 0.0
+        locking = ch.locking
         for _ in range(k):
+            if locking:                            # the send takes the channel's lock
+                spin = ch.lock(cost + put)
+                if spin < 0:
+                    cost = yield from self._lock_sleep(cost, put)
+                else:
+                    cost += spin
             item = rec.new_item(txn, sched.now, keys[len(rec.item_txn)])
             sent = ch.try_send(item)
             if sent is None:                       # the channel is full: Put blocks
@@ -188,6 +196,20 @@ class GoBlock:
         if self._remaining[txn] > 0:
             self._waiting[txn] = g
             yield PARK
+
+    def _lock_sleep(self, cost: float, ahead: float = 0.0) -> Generator[Any, Any, float]:
+        """The thread found the item channel's lock held and sleeps on it
+        (:meth:`.gosync.Chan.lock` returned -1): yield ``cost`` (CPU not yet yielded), try
+        again after the wake-up (``ahead``: the operation's own CPU before it locks), and so
+        on. Returns the CPU not yet yielded: the spin on the lock, if any."""
+        ch = self.ch
+        spin = -1.0
+        while spin < 0:
+            self.sched.lock_sleep()
+            yield cost
+            cost = 0.0
+            spin = ch.lock(ahead)
+        return cost + spin
 
     # ------------------------------------------------------------------ worker
     def _on_timer(self, timer: Timer, _p: P | None) -> None:
@@ -243,7 +265,14 @@ class GoBlock:
         batch: list[int] = []
         opened = 0.0
         cost = 0.0                       # CPU not yet yielded: effects land at the run's start
+        locking = ch.locking
         while True:
+            if locking:                          # the select locks the channel
+                spin = ch.lock(cost)
+                if spin < 0:
+                    cost = yield from self._lock_sleep(cost)
+                else:
+                    cost += spin
             timer = self._timer
             if ch.buf and (timer is None or sched.now < timer.when):
                 _, value, more = ch.poll()          # select: only the item case is ready
@@ -265,6 +294,12 @@ class GoBlock:
             cost += item_ns
             if drain:
                 while len(batch) < size:
+                    if locking and ch.ready:  # from an empty channel: no lock (chanrecv)
+                        spin = ch.lock(cost)
+                        if spin < 0:
+                            cost = yield from self._lock_sleep(cost)
+                        else:
+                            cost += spin
                     ok, value, more = ch.poll()
                     cost += more
                     if not ok:
@@ -303,6 +338,12 @@ class GoBlock:
             yield go.timer_ns
             batch: list[int] = []
             while True:
+                if self.ch.locking:                 # the select locks the channel
+                    spin = self.ch.lock(0.0)
+                    if spin < 0:
+                        spin = yield from self._lock_sleep(0.0)
+                    if spin:
+                        yield spin
                 case, value = yield from self._wait(g)
                 if case is FIRED:
                     break

@@ -76,6 +76,21 @@ runtime of ``src/runtime``):
 ``flush_cpu``
     the flush callback's service time is CPU on a processor (a CPU-bound callback, the
     harness's spin flush) rather than a wait;
+``lock_ns``
+    the time one operation on go-batcher's item channel holds the channel's lock as
+    another processor sees it (``hchan.lock``, taken by every send, every receive that
+    finds an item and every ``select`` over it). Two processors' operations less than this
+    apart contend: the later one finds the lock held (:meth:`.gosync.Chan.lock`). Measured
+    by ``validate/gobatcher -costs`` (sends while the other processor receives from a
+    backlog, GOMAXPROCS 2). 0 (the default) leaves the lock out;
+``lock_sleep``
+    the chance that a thread which finds the lock held sleeps on it (``runtime.lock2`` in
+    ``src/runtime/lock_spinbit.go``: only the thread holding the lock word's spin bit
+    spins, the others sleep in ``futex`` at once), holding its processor until the
+    holder's unlock wakes it, a wake-up later (``[host] wake_us``); otherwise it spins
+    until the holder lets go. Measured with the runtime's ``lock2`` counting the item
+    channel's contended acquisitions: 25-45 % of them end in a sleep in every kind of
+    block (``validate/gobatcher/data/README.md``, "The channel's lock");
 ``other_timers_ms``
     the periods of the process's other batchers' cycle timers, each started at a random
     phase (the harness's process keeps two go-batcher v1.1.0 batchers of 5 and 10 ms
@@ -107,7 +122,7 @@ from ..core.config import Bool, Float, NonNeg, PosInt, at, config
 
 COSTS = ("spawn_ns", "exit_ns", "switch_ns", "cold_ns", "ready_ns", "wakep_ns", "chan_ns",
          "put_ns", "item_ns", "flush_ns", "dispatch_ns", "select_ns", "select_ready_ns",
-         "alloc_ns", "alloc_kib_ns", "timer_ns", "done_ns")
+         "alloc_ns", "alloc_kib_ns", "timer_ns", "done_ns", "lock_ns")
 
 
 @config
@@ -122,6 +137,11 @@ class GoConfig:
     spawn_ns, exit_ns, switch_ns, cold_ns, ready_ns, wakep_ns, chan_ns, put_ns, item_ns, \
 flush_ns, dispatch_ns, select_ns, select_ready_ns, alloc_ns, alloc_kib_ns, timer_ns, done_ns : float
         CPU per operation, nanoseconds (see the module docstring).
+    lock_ns : float
+        How long an item-channel operation holds the channel's lock, nanoseconds; 0: the
+        lock is not modelled.
+    lock_sleep : float
+        Chance, 0 to 1, that a thread finding the lock held sleeps on it.
     flush_cpu : bool
         The flush callback's service time is CPU on a processor.
     other_timers_ms : list of float
@@ -153,6 +173,8 @@ flush_ns, dispatch_ns, select_ns, select_ready_ns, alloc_ns, alloc_kib_ns, timer
     done_ns: NonNeg = 30.0
     flush_cpu: Bool = False
     other_timers_ms: tuple[Annotated[Float, at.Ge(0.01)], ...] = ()
+    lock_ns: NonNeg = 0.0
+    lock_sleep: Annotated[Float, at.Ge(0.0), at.Le(1.0)] = 0.35
 
     @property
     def enabled(self) -> bool:

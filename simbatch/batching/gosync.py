@@ -12,6 +12,10 @@ uses them:
 * **select** with several channels parks one waiter on all of them; the first case to
   fire claims it (``selectgo``'s ``selectDone``), the others skip it.
 * **WaitGroup**: ``Done`` readies the waiter when the count reaches zero.
+* **the channel's lock** (``[go] lock_ns``, ``lock_sleep``; :meth:`Chan.lock`): an
+  operation that comes within ``lock_ns`` of another processor's on the same channel finds
+  the lock held, and spins or sleeps (:mod:`.scheduler`). go-batcher's item channel is the
+  one the pipeline contends on; its users call :meth:`Chan.lock` before each operation.
 
 Each operation is a generator used with ``yield from`` inside a goroutine's body; it yields
 its CPU cost (``[go]`` ``chan_ns``, ``ready_ns``) and :data:`~.scheduler.PARK` when it blocks.
@@ -21,9 +25,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, cast
 
-from .scheduler import PARK, G, Scheduler
+from .scheduler import PARK, G, P, Scheduler
 
 Op = Generator[Any, Any, Any]
 
@@ -65,9 +69,48 @@ class Chan:
         cfg = sched.config
         self._op_ns = cfg.chan_ns
         self._wake_ns = cfg.chan_ns + cfg.ready_ns
+        self.locking = bool(cfg.lock_ns) and len(sched.ps) > 1
+        self._lock_s = cfg.lock_ns * 1e-9
+        self._lock_sleep = cfg.lock_sleep
+        self._ops: list[deque[float]] = [deque(maxlen=64) for _ in sched.ps]
+        self.lock_sleeps = 0
+        self.lock_held = 0
 
     def __len__(self) -> int:
         return len(self.buf)
+
+    def lock(self, offset_ns: float) -> float:
+        """The running goroutine takes the channel's lock ``offset_ns`` after the CPU it has
+        yielded in this run (``offset_ns``: CPU it has spent and not yet yielded).
+
+        Another processor's operation holds the lock for ``[go] lock_ns`` from its start.
+        Found held, the thread sleeps with chance ``lock_sleep`` (returns -1: the caller
+        calls :meth:`Scheduler.lock_sleep`, yields and tries again); else it spins until the
+        holder lets go and returns those nanoseconds, which the caller adds to its CPU. An
+        operation of the other processor that the model ran ahead of this one (later in
+        time, already done) and that overlaps it counts as held too: the model cannot make
+        the other wait after the fact, so this one does."""
+        sched = self.sched
+        t = sched.now + (sched.run_ns + offset_ns) * 1e-9
+        window = self._lock_s
+        lo = t - window
+        mine = self._ops[cast(P, sched.p).id]
+        for ops in self._ops:
+            if ops is mine or not ops or ops[-1] <= lo:
+                continue                     # the usual case: nothing of the other's near
+            for tq in reversed(ops):
+                if tq <= lo:
+                    break
+                if tq < t + window:
+                    self.lock_held += 1
+                    if sched.uniform() < self._lock_sleep:
+                        self.lock_sleeps += 1
+                        return -1.0
+                    spin = (max(tq, t) + window - t) * 1e9
+                    mine.append(t + spin * 1e-9)
+                    return spin
+        mine.append(t)
+        return 0.0
 
     @property
     def ready(self) -> bool:

@@ -51,6 +51,18 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
   a 10 ms timer ~10.2 ms, and any other wake-up of the idle process (another timer:
   ``[go] other_timers_ms``) makes the next timer later by up to 1 ms, as on the host. With
   ``[host] timer_overshoot_us`` instead, an idle process's timers fire that late.
+* **The item channel's lock** (``[go] lock_ns``): every send on go-batcher's item channel,
+  every receive that finds an item and every ``select`` over it takes the channel's
+  runtime lock (``hchan.lock``). An operation that finds it held by the other processor's
+  spins until it is free, or, with a chance ``lock_sleep``, its thread sleeps on it
+  (``runtime.lock2``, ``src/runtime/lock_spinbit.go``: only the thread holding the lock
+  word's spin bit spins; "most other Ms must attempt to spend their time sleeping") and
+  holds its processor, without CPU, until the holder's unlock wakes it, a wake-up later
+  (``[host] wake_us``), and tries again (:meth:`Scheduler.lock_sleep`,
+  :meth:`.gosync.Chan.lock`). A worker asleep there while the other processor keeps
+  ``Put``-ting comes back to a backlog whose receives meet more ``Put``-s: the lock convoy
+  that makes some drain blocks at GOMAXPROCS 2 a few large flushes
+  (``validate/gobatcher/data/README.md``, "The channel's lock").
 * **select.** A ``select`` with several ready cases picks one uniformly at random
   (``selectgo``'s random ``pollorder``), from the same stream.
 
@@ -284,6 +296,12 @@ class Scheduler:
         """The processor running a goroutine right now (``None`` between runs)."""
         self.p_extra_ns = 0.0
         """CPU the running goroutine's runtime calls added to its run (wakep)."""
+        self.run_ns = 0.0
+        """CPU the running goroutine's run has yielded so far: what it does next happens that
+        long after :attr:`now` (ns)."""
+        self.p_wait_s = 0.0
+        """Time the running goroutine's thread slept holding its processor (a runtime
+        lock's futex sleep): the run lasts that much longer, without CPU."""
         self.switches = 0
         """Context switches so far: runs of a goroutine other than the one the processor ran
         last (each charged ``switch_ns``)."""
@@ -321,6 +339,19 @@ class Scheduler:
             stalled += host.stall_s(threads)
             p.stall_in += host.exponential()
         return stalled
+
+    def lock_sleep(self) -> None:
+        """The running goroutine's thread sleeps on a runtime lock it found held, holding
+        its processor, until the holder's unlock wakes it (a futex wake-up, ``[host]
+        wake_us``); the goroutine's run ends at its next yield."""
+        self.p_wait_s += self.host.wake_s()
+        self._observed = True
+
+    def uniform(self) -> float:
+        """A uniform draw from the scheduler's stream."""
+        if not self._u:
+            self._u = self._rng.random(_CHUNK).tolist()
+        return self._u.pop()
 
     def choose(self, n: int) -> int:
         """A uniform choice among ``n`` ready ``select`` cases."""
@@ -681,6 +712,8 @@ class Scheduler:
                 if self.now - g.parked_at > COLD_AFTER_S or g.parked_at < 0:
                     cost += self._cold_ns
             self.p_extra_ns = 0.0
+            self.p_wait_s = 0.0
+            self.run_ns = cost
             status = _EXITED
             for op in g.body:
                 if op is PARK:
@@ -690,6 +723,7 @@ class Scheduler:
                     status = _SYNCED
                     break
                 cost += cast(float, op)      # compiled: a float add, not a generic one
+                self.run_ns = cost
                 if cost >= QUANTUM_NS or self._observed or (
                         cost >= SHARED_QUANTUM_NS and self._running > 1):
                     # a goroutine it made runnable may be stolen: let time pass
@@ -710,7 +744,7 @@ class Scheduler:
             self.p = None
             if status == _PARKED or status == _EXITED:
                 g.parked_at = self.now + cost * 1e-9
-            end = self.now + cost * 1e-9
+            end = self.now + cost * 1e-9 + self.p_wait_s
             if self._stalls:
                 end += self._stall_s(p, cost)
             q = self._q
