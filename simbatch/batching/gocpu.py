@@ -81,8 +81,9 @@ runtime of ``src/runtime``):
     another processor sees it (``hchan.lock``, taken by every send, every receive that
     finds an item and every ``select`` over it). Two processors' operations less than this
     apart contend: the later one finds the lock held (:meth:`.gosync.Chan.lock`). Measured
-    by ``validate/gobatcher -costs`` (sends while the other processor receives from a
-    backlog, GOMAXPROCS 2). 0 (the default) leaves the lock out;
+    by ``validate/gobatcher -costs``: the time per operation while one processor sends and
+    the other receives from a backlog, both without pause, serialized on the lock
+    (GOMAXPROCS 2). 0 (the default) leaves the lock out;
 ``lock_sleep``
     the chance that a thread which finds the lock held sleeps on it (``runtime.lock2`` in
     ``src/runtime/lock_spinbit.go``: only the thread holding the lock word's spin bit

@@ -80,13 +80,14 @@ func chanPair(n int) {
 	}
 }
 
-// chanContended: n buffered sends while a goroutine on the other processor receives from
-// the same channel without pause (a non-blocking receive in a loop, as go-batcher's drain
-// loop does). The channel starts with a backlog, so every receive finds an item and takes
-// the lock (a non-blocking receive from an empty channel returns without it: chanrecv's
-// fast path); the two serialize on the lock and its cache line. Per send, the time an
-// operation holds the lock as the other processor sees it ([go] lock_ns). Needs
-// GOMAXPROCS 2; the sender never blocks.
+// chanContended: a goroutine makes n buffered sends while one on the other processor makes
+// n non-blocking receives from the same channel in a loop without pause (as go-batcher's
+// drain loop receives). The channel starts with a backlog, so every receive finds an item
+// and takes the lock (a non-blocking receive from an empty channel returns without it:
+// chanrecv's fast path). The 2n operations serialize on the lock and its cache line, so the
+// time per operation is how long one holds the lock as the other processor sees it ([go]
+// lock_ns; half of what chanContended takes per n). Needs GOMAXPROCS 2; the sender never
+// blocks.
 func chanContended(n int) {
 	const backlog = 4096
 	c := make(chan int, n+backlog)
@@ -98,7 +99,7 @@ func chanContended(n int) {
 	go func() {
 		defer close(done)
 		started.Store(true)
-		for got := 0; got < n+backlog/2; {
+		for got := 0; got < n; {
 			select {
 			case <-c:
 				got++
@@ -286,7 +287,7 @@ func measureCosts() (costs []costResult) {
 	rt := trial(trials, 2000, pingPong)
 	runtime.GOMAXPROCS(2)
 	rt2 := trial(trials, 2000, pingPong)
-	lockNs := trial(trials, 20_000, chanContended)
+	lockNs := trial(trials, 20_000, chanContended) / 2
 	runtime.GOMAXPROCS(1)
 	doneNs := trial(trials, 50_000, wgDone)
 	timerNs := trial(trials, 10_000, timerReset) / 2
@@ -322,7 +323,7 @@ func measureCosts() (costs []costResult) {
 		{"ready_ns", readyNs, "unbuffered ping-pong round trip / 2 - chan - switch"},
 		{"wakep_ns", wakepNs, "ping-pong at GOMAXPROCS 2 less at 1, per hand-off (wakep's futex wake)"},
 		{"chan_ns", chanNs, "buffered send or receive"},
-		{"lock_ns", lockNs, "buffered send while the other processor polls the channel (GOMAXPROCS 2)"},
+		{"lock_ns", lockNs, "a send or receive while the other processor operates on the channel (GOMAXPROCS 2)"},
 		{"put_ns", putNs, "go-batcher v2 Put beyond its send (half of put+receive)"},
 		{"item_ns", itemNs, "worker's receive and append (half of put+receive)"},
 		{"flush_ns", flushNs, "size-1 flush through a pool of 64, less the modelled parts"},
