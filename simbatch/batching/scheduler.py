@@ -355,9 +355,7 @@ class Scheduler:
 
     def choose(self, n: int) -> int:
         """A uniform choice among ``n`` ready ``select`` cases."""
-        if not self._u:
-            self._u = self._rng.random(_CHUNK).tolist()
-        return min(int(self._u.pop() * n), n - 1)
+        return min(int(self.uniform() * n), n - 1)
 
     # ---------------------------------------------------------------- goroutines
     def start(self, fn: Callable[..., Body], *args: Any, name: str = "main") -> G:
