@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simbatch.kafka import (
+    BrokerConfig,
     ConsumerConfig,
     KafkaCase,
     KafkaProducerConfig,
@@ -48,7 +49,9 @@ S = {"feed": st.sampled_from(["periodic", "poisson", "bursts", "closed_loop", "t
      "batch_bytes": st.integers(300, 20000), "batch_count": st.integers(1, 30),
      "buffered": st.integers(1, 60), "inflight": st.one_of(st.none(), st.integers(1, 3)),
      "append": _ms(5), "append_ratios": st.sampled_from([(), (0.5, 1.0, 4.0)]),
-     "fetch": _ms(3), "fetch_ratios": st.sampled_from([(), (0.2, 1.0, 9.0)])}
+     "fetch": _ms(3), "fetch_ratios": st.sampled_from([(), (0.2, 1.0, 9.0)]),
+     "cores": st.one_of(st.none(), st.integers(1, 4)), "cpu_us": st.integers(0, 800),
+     "replicas": st.integers(1, 3)}
 
 
 @st.composite
@@ -59,6 +62,12 @@ def kafka_cases(draw, semantics: str):
     if feed == "trace":          # recorded gaps: a seeded draw, one hypothesis choice
         rng = np.random.default_rng(draw(S["seed"]))
         gaps = tuple(np.round(rng.exponential(rng.uniform(0, 20), n - 1), 1))
+    brokers = draw(S["brokers"])
+    cores = draw(S["cores"])          # None: no broker CPU; else its threads, replicated
+    broker = BrokerConfig() if cores is None else BrokerConfig(
+        cores=cores, request_cpu_us=float(draw(S["cpu_us"])),
+        record_cpu_us=draw(S["cpu_us"]) / 40, colocated=draw(S["bool"]),
+        replicas=min(brokers, draw(S["replicas"])))
     return KafkaCase(
         workload=KafkaWorkload(n_messages=n, feed=feed, gaps_ms=gaps,
                                interval_ms=draw(S["gap"]), burst_size=draw(S["burst"]),
@@ -68,14 +77,15 @@ def kafka_cases(draw, semantics: str):
                                  max_batch=draw(S["max_batch"]), slow=draw(S["bool"])),
         producer=KafkaProducerConfig(
             semantics=semantics, linger_ms=draw(S["linger"]),
-            n_partitions=draw(S["parts"]), n_brokers=draw(S["brokers"]),
+            n_partitions=draw(S["parts"]), n_brokers=brokers,
             batch_max_bytes=draw(S["batch_bytes"]),
             batch_num_messages=draw(S["batch_count"]),
             max_buffered_records=draw(S["buffered"]),
             max_inflight_per_broker=draw(S["inflight"]),
             append_ms=draw(S["append"]), append_ratios=draw(S["append_ratios"])),
         consumer=ConsumerConfig(fetch_ms=draw(S["fetch"]),
-                                fetch_ratios=draw(S["fetch_ratios"])))
+                                fetch_ratios=draw(S["fetch_ratios"])),
+        broker=broker)
 
 
 def check_invariants(case: KafkaCase, seed: int) -> None:

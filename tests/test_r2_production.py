@@ -40,7 +40,9 @@ CHANGES = {"producer p99": ("request_latency_p99_dash_mean_s", "request_latency_
 ROUND_TRIP = ("a ~40k-record (~13 MB) request costs the modelled broker ~124 ms of CPU at the "
               "local broker's measured 3.1 us/record and the loopback round trip; production's "
               "also carries the request over the network and waits for its followers "
-              "(replication 3, franz-go's default acks=all), which broker.py does not model")
+              "(replication 3, franz-go's default acks=all), which the scenario does not pose: "
+              "with it the figure swings from 127 ms to 131 s with the record cost (see the "
+              "scenario's comment)")
 MISSES = {
     ("before", "outer_gauge_max"): "predicted 49,983 vs 186k: one gauge series never shows "
     "more than flush_messages (50,000; the drain loop flushes at maxBatch and the series is "

@@ -617,10 +617,11 @@ def fitted_gc(results: dict[str, Measured], held_out: str | None = None
 
 
 def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, broker: dict | None = None,
-               gc: dict | None = None):
+               gc: dict | None = None, n_brokers: int = 1):
     """The model of configuration ``cfg``: its client's semantics and harness settings, its
     keys (``k-<name>-<i>``, the harness's label), its feed replaying the harness's schedule
-    (``feed = "trace"``, the seeded gaps every run of the harness follows)."""
+    (``feed = "trace"``, the seeded gaps every run of the harness follows), on a cluster of
+    ``n_brokers`` with the topic's ``replication`` (``[broker] replicas``)."""
     import simbatch.kafka as sk
 
     return sk.KafkaCase(
@@ -631,16 +632,18 @@ def model_case(name: str, cfg: HarnessConfig, fitted: Fitted, broker: dict | Non
         outer=sk.OuterBatcherConfig(linger_ms=cfg.outer_linger_ms, timer=cfg.outer_timer,
                                     max_batch=cfg.outer_max_batch),
         producer=sk.KafkaProducerConfig(
-            linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions,
+            linger_ms=cfg.linger_ms, n_partitions=cfg.n_partitions, n_brokers=n_brokers,
             append_ms=fitted.append_ms, append_ratios=fitted.append_ratios,
             **producer_settings(cfg.client, cfg)),
         consumer=sk.ConsumerConfig(fetch_ms=fitted.fetch_ms, fetch_ratios=fitted.fetch_ratios),
-        broker=sk.BrokerConfig(**(broker or {})), gc=sk.GcConfig(**(gc or {})))
+        broker=sk.BrokerConfig(**{**(broker or {}), **(
+            {"replicas": cfg.replication} if cfg.replication > 1 else {})}),
+        gc=sk.GcConfig(**(gc or {})))
 
 
 def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.ndarray],
-            brokers: list[dict] | None = None, per_run: int = 9, gc: dict | None = None
-            ) -> dict:
+            brokers: list[dict] | None = None, per_run: int = 9, gc: dict | None = None,
+            n_brokers: int = 1) -> dict:
     """The measurement procedure in the model: simulated run k follows the harness's feed
     schedule and draws its noise from fit run k; its figure is the median over ``per_run``
     simulated runs of their own percentiles, and each figure is the median over k.
@@ -661,7 +664,8 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     ``runs[k]``: measured run k; the messages it is judged on (:func:`kept`) are kept here.
     ``brokers[k]``: the model's ``[broker]`` for run k (:func:`fit_broker`), whose CPU is
     then predicted too (``broker_cpu``, cores over the run). ``gc``: the broker's young
-    collections (:func:`fitted_gc`, without this configuration's runs), for every run."""
+    collections (:func:`fitted_gc`, without this configuration's runs), for every run;
+    ``n_brokers``: the cluster's size (:func:`model_case`)."""
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate as simulate_kafka
     from simbatch.kafka.engine import ENGINE
@@ -675,7 +679,8 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
         for key in GC_FIGURES:
             figures[key] = []
     for k, (f, rec) in enumerate(zip(fitted, runs, strict=True)):
-        case = model_case(name, cfg, f, brokers[k] if brokers is not None else None, gc)
+        case = model_case(name, cfg, f, brokers[k] if brokers is not None else None, gc,
+                          n_brokers)
         mask = kept(rec)
         sims = [simulate_kafka(case, replication_seed(1, k * per_run + r))
                 for r in range(per_run)]

@@ -5,10 +5,12 @@
                                                validate/.kafka/<version>/libs
 ``python -m validate.kafka_broker start``      start a broker on a free loopback port with a
                                                temporary data directory (tmpfs if any);
-                                               prints JSON {"pid", "bootstrap",
+                                               prints JSON {"pid", "pids", "bootstrap",
                                                "data_dir"}; waits until
-                                               the port accepts connections
-``python -m validate.kafka_broker stop PID``   stop it by process id and remove its data dir
+                                               the port accepts connections;
+                                               ``--brokers N``: a cluster of N
+``python -m validate.kafka_broker stop PID...  stop them by process id and remove the data
+    [--data-dir DIR]``                         directory
 
 In Python: ``with KafkaBroker() as broker: broker.bootstrap`` does start and stop, always
 cleaning up (the broker is killed by its pid, its data directory removed).
@@ -100,49 +102,72 @@ def data_parent() -> str | None:
 
 
 def start(libs: Path | None = None, timeout_s: float = 90.0,
-          properties: tuple[str, ...] = ()) -> dict:
-    """Format storage and start a KRaft broker+controller on loopback; wait until ready.
-    ``properties``: more ``key=value`` lines for its server.properties (e.g.
-    ``num.io.threads=2``), after the defaults, so they win."""
+          properties: tuple[str, ...] = (), brokers: int = 1) -> dict:
+    """Format storage and start a KRaft cluster on loopback of ``brokers`` nodes (node 1
+    broker and controller, the others brokers of its quorum); wait until every node accepts
+    connections. ``properties``: more ``key=value`` lines for each node's
+    server.properties (e.g. ``num.io.threads=2``), after the defaults, so they win. Returns
+    ``{"pid", "pids", "bootstrap", "data_dir"}``: ``pid`` is node 1's, ``bootstrap`` lists
+    every node."""
     bad = [p for p in properties if "=" not in p or not p.split("=", 1)[0].strip()]
     if bad:
         raise BrokerError(f"a broker property must read key=value; got {bad[0]!r}")
+    if not isinstance(brokers, int) or brokers < 1:
+        raise BrokerError(f"brokers must be a whole number of at least 1; got {brokers!r}")
     libs = libs or fetch()
     data = Path(tempfile.mkdtemp(prefix="simbatch-kafka-", dir=data_parent()))
-    port, ctrl = free_port(), free_port()
-    props = data / "server.properties"
-    props.write_text("\n".join([
-        "process.roles=broker,controller", "node.id=1",
-        f"controller.quorum.voters=1@127.0.0.1:{ctrl}",
-        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctrl}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        f"log.dirs={data / 'logs'}", "num.partitions=1", "offsets.topic.replication.factor=1",
-        "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
-        "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true",
-        *properties, ""]))
-    log = open(data / "broker.log", "w")
-    fmt = subprocess.run([_java(), "-cp", os.pathsep.join(str(p) for p in libs.glob("*.jar")),
-                          "kafka.tools.StorageTool", "format", "-t", str(uuid.uuid4()),
-                          "-c", str(props)], capture_output=True, text=True, timeout=120)
-    if fmt.returncode != 0:
+    ports, ctrl = [free_port() for _ in range(brokers)], free_port()
+    cluster = str(uuid.uuid4())
+    pids: list[int] = []
+    try:
+        for node, port in enumerate(ports, start=1):
+            listeners = f"PLAINTEXT://127.0.0.1:{port}"
+            if node == 1:
+                listeners += f",CONTROLLER://127.0.0.1:{ctrl}"
+            props = data / (f"node{node}.properties" if brokers > 1 else "server.properties")
+            props.write_text("\n".join([
+                f"process.roles={'broker,controller' if node == 1 else 'broker'}",
+                f"node.id={node}", f"controller.quorum.voters=1@127.0.0.1:{ctrl}",
+                f"listeners={listeners}", f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+                "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"log.dirs={data / (f'logs{node}' if brokers > 1 else 'logs')}",
+                "num.partitions=1", "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
+                "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true",
+                *properties, ""]))
+            fmt = subprocess.run(
+                [_java(), "-cp", os.pathsep.join(str(p) for p in libs.glob("*.jar")),
+                 "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)],
+                capture_output=True, text=True, timeout=120)
+            if fmt.returncode != 0:
+                raise BrokerError(f"formatting KRaft storage failed: {fmt.stderr[-2000:]}")
+            name = f"broker{node}.log" if brokers > 1 else "broker.log"
+            with open(data / name, "w") as log:
+                proc = _run_class(libs, "kafka.Kafka", [str(props)], stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+            pids.append(proc.pid)
+            _wait_for(proc, port, data / name, time.monotonic() + timeout_s, timeout_s)
+    except BaseException:
+        for pid in pids:
+            stop(pid)
         shutil.rmtree(data, ignore_errors=True)
-        raise BrokerError(f"formatting KRaft storage failed: {fmt.stderr[-2000:]}")
-    proc = _run_class(libs, "kafka.Kafka", [str(props)], stdout=log, stderr=subprocess.STDOUT,
-                      start_new_session=True)
-    deadline = time.monotonic() + timeout_s
+        raise
+    return {"pid": pids[0], "pids": pids, "data_dir": str(data),
+            "bootstrap": ",".join(f"127.0.0.1:{port}" for port in ports)}
+
+
+def _wait_for(proc: subprocess.Popen, port: int, log: Path, deadline: float,
+              timeout_s: float) -> None:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            text = (data / "broker.log").read_text()[-3000:]
-            shutil.rmtree(data, ignore_errors=True)
-            raise BrokerError(f"the broker exited with {proc.returncode}:\n{text}")
+            raise BrokerError(f"the broker exited with {proc.returncode}:\n"
+                              f"{log.read_text()[-3000:]}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return {"pid": proc.pid, "bootstrap": f"127.0.0.1:{port}", "data_dir": str(data)}
+                return
         except OSError:
             time.sleep(0.5)
-    stop(proc.pid, str(data))
     raise BrokerError(f"the broker did not accept connections within {timeout_s:.0f} s")
 
 
@@ -173,24 +198,29 @@ def stop(pid: int, data_dir: str | None = None, timeout_s: float = 20.0) -> None
 
 
 class KafkaBroker:
-    """Context manager: a running single-node broker, always stopped and cleaned up;
-    ``properties`` as :func:`start`'s. A SIGTERM to the process (``timeout``, a job
+    """Context manager: a running local cluster (one node unless ``brokers``), always
+    stopped and cleaned up; ``properties`` and ``brokers`` as :func:`start`'s; ``pid`` is
+    node 1's, ``pids`` every node's. A SIGTERM to the process (``timeout``, a job
     scheduler) while it runs becomes ``SystemExit``, so the broker is stopped then too: the
     default action would end the process at once and leave the broker's JVM running."""
 
-    def __init__(self, properties: tuple[str, ...] = ()) -> None:
+    def __init__(self, properties: tuple[str, ...] = (), brokers: int = 1) -> None:
         self.properties = properties
+        self.brokers = brokers
         self._previous: object = None
 
     def __enter__(self) -> KafkaBroker:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGTERM, _terminated)
-        info = start(properties=self.properties)
+        info = start(properties=self.properties, brokers=self.brokers)
         self.pid, self.bootstrap, self.data_dir = info["pid"], info["bootstrap"], info["data_dir"]
+        self.pids: list[int] = info["pids"]
         return self
 
     def __exit__(self, *exc) -> None:
         try:
+            for pid in self.pids[1:]:
+                stop(pid)
             stop(self.pid, self.data_dir)
         finally:
             if self._previous is not None:
@@ -206,18 +236,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch", allow_abbrev=False)
-    sub.add_parser("start", allow_abbrev=False)
+    sp = sub.add_parser("start", allow_abbrev=False)
+    sp.add_argument("--brokers", type=int, default=1)
     st = sub.add_parser("stop", allow_abbrev=False)
-    st.add_argument("pid", type=int)
+    st.add_argument("pid", type=int, nargs="+")
     st.add_argument("--data-dir", default=None)
     args = parser.parse_args()
     try:
         if args.cmd == "fetch":
             print(fetch())
         elif args.cmd == "start":
-            print(json.dumps(start()))
+            print(json.dumps(start(brokers=args.brokers)))
         else:
-            stop(args.pid, args.data_dir)
+            for pid in args.pid[1:]:
+                stop(pid)
+            stop(args.pid[0], args.data_dir)
     except BrokerError as exc:
         print(f"kafka_broker: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -9,7 +9,8 @@ message of the batch; the flush calls ``Produce`` serially; when the feed ends t
 still waits for its timer), in front of the client (``HarnessConfig.client``):
 
 * ``"librdkafka"``: confluent-kafka, in this process (Python), with the scenario's
-  ``linger.ms``, ``batch.num.messages`` and ``batch.size``, acks=1;
+  ``linger.ms``, ``batch.num.messages`` and ``batch.size``, acks=1 (acks=all with
+  ``replication`` above 1);
 * ``"franz-go"``: the Go harness ``validate/franzgo`` (franz-go v1.20.6 with teranode's
   options), built here with ``go build``;
 * ``"java"``: the Java harness ``validate/javaproducer`` (kafka-clients 3.9.1, the client's
@@ -23,7 +24,9 @@ too, so both put each message in the same partition).
 
 The broker: ``SIMBATCH_KAFKA_BOOTSTRAP=host:port`` names a user's cluster for every harness
 and the calibration (:func:`user_bootstrap`); without it the callers start the local broker
-(``validate/kafka_broker.py``). The topic is created per run (replication 1).
+(``validate/kafka_broker.py``). The topic is created per run, with ``replication``
+replicas (1 by default; above 1 the librdkafka harness asks ``acks=all``, the clients'
+default, so that a delivery report waits for the followers as production's does).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
 ``ack_s`` (delivery report), ``consume_s``, ``latency_s``, ``publish_late_s`` (how late the
@@ -141,6 +144,7 @@ class HarnessConfig:
     stall_timeout_s: float = 15.0
     seed: int = 1
     nagle_disable: bool = False       # librdkafka socket.nagle.disable (default false)
+    replication: int = 1              # the topic's replicas; above 1, acks=all (librdkafka)
 
 
 def user_bootstrap() -> str | None:
@@ -150,7 +154,9 @@ def user_bootstrap() -> str | None:
 
 
 def check_reachable(bootstrap: str, timeout_s: float) -> None:
-    host, port = bootstrap.rsplit(":", 1)
+    """Wait until the first address of ``bootstrap`` (``host:port[,host:port...]``) accepts
+    connections."""
+    host, port = bootstrap.split(",")[0].strip().rsplit(":", 1)
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -218,6 +224,9 @@ def run(bootstrap: str | None, config: HarnessConfig,
     if config.outer_timer not in ("debounce", "deadline"):
         raise HarnessError("the outer timer must be debounce or deadline; "
                            f"got {config.outer_timer!r}")
+    if config.replication != 1 and config.client != "librdkafka":
+        raise HarnessError(f"replication {config.replication} is measured with the librdkafka "
+                           f"harness only; got client {config.client!r}")
     if config.client == "librdkafka":
         return _run_librdkafka(bootstrap, config, out_csv, broker_pid)
     return _run_external(bootstrap, config, out_csv)
@@ -458,7 +467,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
         admin.create_topics([NewTopic(topic, num_partitions=config.n_partitions,
-                                      replication_factor=1)],
+                                      replication_factor=config.replication)],
                             request_timeout=config.connect_timeout_s)[topic].result(
             config.connect_timeout_s + 5)
     except KafkaException as exc:
@@ -491,7 +500,8 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": config.linger_ms,
                          "batch.num.messages": config.batch_num_messages,
-                         "batch.size": config.batch_size_bytes, "acks": 1,
+                         "batch.size": config.batch_size_bytes,
+                         "acks": 1 if config.replication == 1 else -1,
                          "socket.nagle.disable": config.nagle_disable,
                          "statistics.interval.ms": STATS_MS,
                          "stats_cb": lambda js: stats.__setitem__("producer", js)})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from validate.kafka_broker import start, stop
+from validate.kafka_broker import BrokerError, start, stop
 
 pytestmark = pytest.mark.kafka
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -50,3 +50,10 @@ def test_start_and_stop_by_pid_cleans_up(kafka_libs):
     with pytest.raises(ProcessLookupError):
         os.kill(info["pid"], 0)
     assert not Path(info["data_dir"]).exists()
+
+
+@pytest.mark.parametrize("brokers", [0, -2, 1.5])
+def test_a_cluster_of_no_brokers_is_refused_naming_the_value(brokers):
+    with pytest.raises(BrokerError, match=rf"brokers must be a whole number of at least 1; "
+                                          rf"got {brokers}"):
+        start(brokers=brokers)

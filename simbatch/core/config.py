@@ -65,7 +65,8 @@ _PYDANTIC = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allo
 @_std_dataclass(frozen=True)
 class Rule:
     """A cross-field rule: ``holds(config)`` must be true, else ``field`` "must be"
-    ``expected`` (e.g. ``Rule("cap", "set when fanout = 'errgroup'", ...)``)."""
+    ``expected`` (e.g. ``Rule("cap", "set when fanout = 'errgroup'", ...)``); ``field`` may
+    name a section's field (``"broker.replicas"``)."""
 
     field: str
     expected: str
@@ -80,10 +81,17 @@ class RuleViolation(ValueError):
         self.owner, self.rule, self.value = owner, rule, value
 
 
+def _dotted(obj: Any, field: str) -> Any:
+    """``obj``'s value at ``field``, which may name a section's field (``"broker.replicas"``)."""
+    for name in field.split("."):
+        obj = getattr(obj, name, None)
+    return obj
+
+
 def _check_rules(self: Any) -> None:
     for rule in type(self).RULES:
         if not rule.holds(self):
-            raise RuleViolation(type(self).__name__, rule, getattr(self, rule.field, None))
+            raise RuleViolation(type(self).__name__, rule, _dotted(self, rule.field))
     after = getattr(self, "_after_validation", None)
     if after is not None:
         after()
@@ -275,7 +283,7 @@ def translate(exc: ValidationError, root: type) -> ConfigError:
         v = ctx["error"]
         owner_cls, _, _, path = _walk(root, loc)
         return ConfigError.parameter(v.owner, v.rule.field, v.rule.expected, v.value,
-                                     path=(*path, v.rule.field))
+                                     path=(*path, *v.rule.field.split(".")))
     owner_cls, field, annotation, path = _walk(root, loc)
     owner = owner_cls.__name__
     if kind == "unexpected_keyword_argument":

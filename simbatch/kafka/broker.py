@@ -7,7 +7,9 @@ its ``num.io.threads`` request-handler (I/O) threads, which appends it to the lo
 the response back on the network thread; a connection is muted from the moment its request
 is read until its response is sent (``Processor.processCompletedReceives`` /
 ``processNewResponses``), so one connection's requests are served one after another. All
-threads run on the machine's ``cores``.
+threads run on the machine's ``cores``: each broker's own, or, with ``colocated``, one
+machine's shared by every broker (a local cluster: ``validate/kafka_replication.py`` runs
+three broker JVMs on this VM's 2 vCPUs).
 
 Here a produce request costs ``request_cpu_us + record_cpu_us x records + byte_cpu_ns x
 bytes`` of CPU (plus a cold start, below), the consumer's fetch of its records included
@@ -63,10 +65,12 @@ and ``background_cores`` (other processes on the machine: Poisson jobs of
 ``background_job_ms`` holding one core). ``idle_cores``: what the JVM burns besides requests
 (garbage collection, the compiler, the KRaft controller), in the CPU metric only.
 
-Simplifications: replication (the local broker and the scenarios here use one replica),
-the request queue's bound (``queued.max.requests``), the log's flush and page cache are
-not modelled (the JVM's young collections are: ``gc.py``, a pause freezes every
-stage); a network thread's share of a request is one stage before the append.
+Replication (``replicas``, :mod:`.replication`): with followers, a request's append is
+done, and its records go to the consumer's fetch, once every follower has fetched them.
+
+Simplifications: the request queue's bound (``queued.max.requests``), the log's flush and
+page cache are not modelled (the JVM's young collections are: ``gc.py``, a pause freezes
+every stage); a network thread's share of a request is one stage before the append.
 
 Known limits, measured on the local broker (``validate/kafka_threads.py``, 2026-11-27, 32
 partitions, linger 10 ms):
@@ -112,10 +116,11 @@ from typing import Annotated
 import numpy as np
 import simpy
 
-from ..core.config import NONE_WORD, Float, NonNeg, PosFloat, PosInt, Rule, at, config
+from ..core.config import NONE_WORD, Bool, Float, NonNeg, PosFloat, PosInt, Rule, at, config
 from ..core.pool import FifoPool
 from .clock import ticks
 from .gc import Collector
+from .replication import Commit, ReplicaLink
 
 
 @config
@@ -131,6 +136,8 @@ class BrokerConfig:
     """
 
     cores: Annotated[PosInt | None, NONE_WORD] = None
+    replicas: Annotated[PosInt, at.Le(100)] = 1
+    colocated: Bool = False
     network_threads: PosInt = 3
     io_threads: PosInt = 8
     request_cpu_us: NonNeg = 0.0
@@ -153,10 +160,12 @@ class BrokerConfig:
     def on(self) -> bool:
         return self.cores is not None
 
-    def stages_s(self, records: int, n_bytes: float, share: float = 1.0
-                 ) -> tuple[float, float]:
-        """(network-thread seconds, I/O-thread seconds) of ``share`` of a request's cost."""
-        shared = (self.request_cpu_us * 1e-6 + self.byte_cpu_ns * 1e-9 * n_bytes) * share
+    def stages_s(self, records: int, n_bytes: float, share: float = 1.0,
+                 request: bool = True) -> tuple[float, float]:
+        """(network-thread seconds, I/O-thread seconds) of ``share`` of a request's cost
+        (``request`` False: its records' and bytes' alone)."""
+        shared = (self.request_cpu_us * 1e-6 * request
+                  + self.byte_cpu_ns * 1e-9 * n_bytes) * share
         network = self.network_share * shared
         return network, shared - network + self.record_cpu_us * 1e-6 * records * share
 
@@ -182,11 +191,13 @@ class Broker:
 
     def __init__(self, env: simpy.Environment, config: BrokerConfig,
                  rng: np.random.Generator | None = None, gc: Collector | None = None,
-                 turnaround: float = 0.0, fetch_partitions: int = 1) -> None:
+                 turnaround: float = 0.0, fetch_partitions: int = 1,
+                 cores: FifoPool | None = None) -> None:
         assert config.cores is not None
         self.env = env
         self.config = config
-        self.cores = FifoPool(env, config.cores)
+        # one machine's cores, shared, when colocated
+        self.cores = cores if cores is not None else FifoPool(env, config.cores)
         self.network = FifoPool(env, config.network_threads)
         self.io = FifoPool(env, config.io_threads)
         self.cpu_s = 0.0                    # broker work (requests), seconds
@@ -200,6 +211,11 @@ class Broker:
         self._running = 0                   # request stages on a core now
         self._idle_since = -np.inf          # when the last one ended (clock units)
         self.gc = gc                        # young pauses freeze every stage (gc.py)
+        self.links: list[ReplicaLink] = []  # its followers' fetch loops (replication.py)
+
+    def follow(self, followers: list[Broker], turnaround: float) -> None:
+        """Let ``followers`` replicate this broker's appends (:mod:`.replication`)."""
+        self.links = [ReplicaLink(self, f, turnaround) for f in followers]
 
     def submit(self, records: int, n_bytes: float, done: Callable[[], None]) -> None:
         """Serve a produce request; ``done()`` when its append is through (then its
@@ -208,15 +224,23 @@ class Broker:
         network, io = cfg.stages_s(records, n_bytes, 1.0 - cfg.fetch_share)
         self.cpu_s += network + io
 
-        def appended() -> None:
+        def committed() -> None:
             if cfg.fetch_share > 0:
                 self._fetches.append((records, n_bytes))
                 if not self._fetching:
                     self._fetch_next()
             done()
 
-        self._stage(self.network, ticks(network),
-                    lambda: self._stage(self.io, ticks(io), appended))
+        def appended() -> None:
+            if self.links:
+                commit = Commit(len(self.links), committed)
+                for link in self.links:
+                    link.appended(records, n_bytes, commit)
+            else:
+                committed()
+
+        self.stage(self.network, ticks(network),
+                   lambda: self.stage(self.io, ticks(io), appended))
 
     def _fetch_next(self) -> None:
         """One fetch for every append waiting for the consumer (module docstring)."""
@@ -242,10 +266,12 @@ class Broker:
             else:
                 back()
 
-        self._stage(self.network, ticks(network),
-                    lambda: self._stage(self.io, ticks(io), fetched))
+        self.stage(self.network, ticks(network),
+                   lambda: self.stage(self.io, ticks(io), fetched))
 
-    def _stage(self, threads: FifoPool, duration: float, then: Callable[[], None]) -> None:
+    def stage(self, threads: FifoPool, duration: float, then: Callable[[], None]) -> None:
+        """Run ``duration`` (clock units) on one of ``threads`` and one core, FIFO, then
+        ``then()``."""
         def on_thread() -> None:
             self.cores.acquire(on_core)
 
@@ -298,8 +324,12 @@ class Broker:
         self.cpu_s += network + io
         if self.gc is not None:
             self.gc.request_read()
-        self._stage(self.network, ticks(network),
-                    lambda: self._stage(self.io, ticks(io), _nothing))
+        def appended() -> None:
+            for link in self.links:
+                link.appended(records, n_bytes, None)
+
+        self.stage(self.network, ticks(network),
+                   lambda: self.stage(self.io, ticks(io), appended))
 
     def _poisson(self, rate_per_s: float, arrive: Callable[[], None]):
         assert self.rng is not None
@@ -313,10 +343,6 @@ class Broker:
     def cpu_cores(self, span_s: float) -> float:
         """Cores the broker's JVM kept busy over ``span_s`` seconds (requests and idle)."""
         return self.cpu_s / span_s + self.config.idle_cores if span_s > 0 else float("nan")
-
-
-def _nothing() -> None:
-    return None
 
 
 __all__ = ["Broker", "BrokerConfig"]

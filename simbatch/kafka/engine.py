@@ -42,9 +42,10 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from ..core.config import Field, Float, NonNeg, at, config
+from ..core.config import Field, Float, NonNeg, Rule, at, config
 from ..core.engine import CaseBase, PlotSpec, Run, register
 from ..core.errors import check_int, fail
+from ..core.pool import FifoPool
 from ..core.streams import streams
 from ..core.work import Bounds, Work
 from . import metrics as km
@@ -101,6 +102,10 @@ class KafkaCase(CaseBase):
     gc: GcConfig = Field(default_factory=GcConfig)
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
 
+    RULES = (Rule("broker.replicas", "at most producer.n_brokers (a partition's replicas "
+                  "are on different brokers)",
+                  lambda c: c.broker.replicas <= c.producer.n_brokers),)
+
     @property
     def aggregated(self) -> bool:
         """Whether this case runs per batch (:mod:`.aggregate`)."""
@@ -131,6 +136,8 @@ class KafkaRun(Run):
     broker_cpu_s: float = float("nan")
     broker_fetches: int = 0
     broker_cold_starts: int = 0
+    replica_fetches: int = 0
+    """The followers' Fetches that carried records (``[broker] replicas``; 0 without)."""
     gc_youngs: int = 0
     """The broker JVMs' young collections over the run (``[gc]``; 0 without it)."""
     gc_remarks: int = 0
@@ -232,13 +239,16 @@ class _Simulation:
 
     def _brokers(self) -> list[Broker] | None:
         bc = self.case.broker
-        if not bc.on:
+        if bc.cores is None:
             return None
         turnaround = ticks(self.case.consumer.fetch_ms / 1e3)   # the consumer's next fetch
+        machine = FifoPool(self.env, bc.cores) if bc.colocated else None   # shared cores
         out = [Broker(self.env, bc, self.rngs["broker"], self.gcs[b] if self.gcs else None,
-                      turnaround, fetch_partitions=self._fetch_partitions)
+                      turnaround, fetch_partitions=self._fetch_partitions, cores=machine)
                for b in range(self.case.producer.n_brokers)]
-        for broker in out:
+        n = len(out)
+        for b, broker in enumerate(out):     # partition p's followers (replication.py)
+            broker.follow([out[(b + i) % n] for i in range(1, bc.replicas)], turnaround)
             broker.start_background(self._record_bytes)
         return out
 
@@ -443,6 +453,7 @@ class _Simulation:
             end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu,
             broker_fetches=sum(b.fetches for b in self.brokers) if self.brokers else 0,
             broker_cold_starts=sum(b.cold_starts for b in self.brokers) if self.brokers else 0,
+            replica_fetches=sum(link.fetches for b in self.brokers or () for link in b.links),
             gc_youngs=sum(g.youngs for g in self.gcs or ()),
             gc_remarks=sum(g.remark_stops for g in self.gcs or ()),
             gc_alloc_mb=sum(g.allocated_kb for g in self.gcs or ()) / 1024)

@@ -1,0 +1,140 @@
+"""Replication (``[broker] replicas``): each partition's followers fetch its leader's
+appends, and a produce request is answered, and its records read by consumers, only once
+every follower has them (the clients' default ``acks=all``: franz-go ``AllISRAcks``,
+librdkafka and the Java producer ``acks=-1``).
+
+How Kafka does it (Apache Kafka 3.9, ``core/src/main/scala/kafka/server``):
+
+* A follower broker runs one fetcher thread per leader it follows
+  (``num.replica.fetchers`` = 1, ``ReplicaFetcherThread`` / ``AbstractFetcherThread``). It
+  keeps one Fetch outstanding: it sends the next as soon as it has appended the last reply's
+  records to its own log (``processFetchRequest`` -> ``appendRecordsToFollowerOrFutureReplica``).
+* The leader answers a follower's Fetch at once if it has records beyond the fetch offset,
+  else parks it (``DelayedFetch``, ``replica.fetch.min.bytes`` = 1,
+  ``replica.fetch.wait.max.ms`` = 500) until an append completes it.
+* A Fetch carries the follower's log end: when it reaches the leader, the leader moves the
+  follower's end, advances the high watermark to the smallest end among the in-sync
+  replicas (``Partition.maybeIncrementLeaderHW``) and completes the produce requests that
+  waited for it (``DelayedProduce``, acks=-1). Consumers read only up to the high
+  watermark.
+
+So a record is committed when each follower's *next* Fetch after the one that carried it
+reaches the leader: the leader's read, the reply's way, the follower's append, the next
+Fetch's way and the leader's handling of it. Here each (leader, follower) pair is a
+:class:`ReplicaLink` holding that loop:
+
+* the leader's side of a follower's Fetch costs what a consumer's fetch costs it (the
+  ``fetch_share`` of the request and record costs, ``broker.py``), on its network and I/O
+  threads and cores; a parked Fetch woken by an append pays only the records' part (its
+  request was handled when it came);
+* the follower's append costs the follower what the produce request cost the leader (the
+  rest of the request and record costs), on the link's fetcher thread and the follower's
+  cores, cold starts included (the follower idles as the leader does);
+* a reply's way to the follower and the next Fetch's way back take ``turnaround`` together,
+  the consumer's measured fetch time (``[consumer] fetch_ms``), half each way;
+* every append made while a Fetch is out is read by the next one, the other clients'
+  (``background_records_per_s``) too.
+
+Partition ``p``'s leader is broker ``p % n_brokers`` and its followers the next
+``replicas - 1`` brokers (``(p + i) % n_brokers``), as Kafka's rack-less assignment spreads
+them (``AdminUtils.assignReplicasToBrokers``): every broker leads some partitions and
+follows others. ``min.insync.replicas``, followers falling out of sync, and the leader's
+epoch checks are not modelled: every follower stays in sync.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..core.pool import FifoPool
+from .clock import ticks
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+
+class Commit:
+    """One append waiting for its followers: ``done()`` once ``remaining`` reach 0."""
+
+    __slots__ = ("done", "remaining")
+
+    def __init__(self, followers: int, done: Callable[[], None]) -> None:
+        self.remaining = followers
+        self.done = done
+
+    def replicated(self) -> None:
+        self.remaining -= 1
+        if self.remaining == 0:
+            self.done()
+
+
+class ReplicaLink:
+    """One follower's fetch loop from one leader (module docstring)."""
+
+    def __init__(self, leader: Broker, follower: Broker, turnaround: float) -> None:
+        self.leader = leader
+        self.follower = follower
+        self.half_way = turnaround / 2.0
+        self.thread = FifoPool(leader.env, 1)        # the follower's fetcher thread
+        self.unread: deque[tuple[int, float, Commit | None]] = deque()
+        self.parked = True                           # the follower's Fetch waits at the leader
+        self.fetches = 0
+
+    def appended(self, records: int, n_bytes: float, commit: Commit | None) -> None:
+        """An append at the leader; ``commit`` (None: nobody waits) learns when this
+        follower has it."""
+        self.unread.append((records, n_bytes, commit))
+        if self.parked:
+            self.parked = False
+            self._read([], came=False)
+
+    def _read(self, acked: list[Commit], came: bool) -> None:
+        """The leader serves the follower's Fetch: every append it has not read (none: the
+        Fetch parks). ``acked``: the commits the Fetch has just come to confirm (it carries
+        the follower's new log end). ``came``: the Fetch has just reached the leader, which
+        handles the request (a parked Fetch woken by an append was handled when it came)."""
+        records, n_bytes, commits = 0, 0.0, []
+        while self.unread:
+            r, b, c = self.unread.popleft()
+            records += r
+            n_bytes += b
+            if c is not None:
+                commits.append(c)
+        leader = self.leader
+        network, io = leader.config.stages_s(records, n_bytes, leader.config.fetch_share,
+                                             request=came)
+        leader.cpu_s += network + io
+
+        def handled() -> None:
+            for commit in acked:            # the high watermark moves
+                commit.replicated()
+            if records:
+                self.fetches += 1
+                self._later(lambda: self._append(records, n_bytes, commits))
+            elif self.unread:               # appended while the empty Fetch was handled
+                self._read([], came=False)
+            else:
+                self.parked = True
+
+        leader.stage(leader.network, ticks(network),
+                     lambda: leader.stage(leader.io, ticks(io), handled))
+
+    def _append(self, records: int, n_bytes: float, commits: list[Commit]) -> None:
+        """The follower appends the reply's records, then sends its next Fetch."""
+        follower = self.follower
+        network, io = follower.config.stages_s(records, n_bytes,
+                                               1.0 - follower.config.fetch_share)
+        follower.cpu_s += network + io
+        follower.stage(self.thread, ticks(network + io),
+                       lambda: self._later(lambda: self._read(commits, came=True)))
+
+    def _later(self, then: Callable[[], None]) -> None:
+        if self.half_way > 0:
+            self.leader.env.timeout(self.half_way).callbacks.append(lambda _e: then())
+        else:
+            then()
+
+
+__all__ = ["Commit", "ReplicaLink"]

@@ -1,0 +1,174 @@
+"""Replication measured on a local cluster of three brokers and predicted by the model
+(``[broker] replicas``, ``simbatch/kafka/replication.py``; issue 14).
+
+Why: a production topic has three replicas and its producers wait for every in-sync replica
+(acks=all, the clients' default), so a request is answered only once the followers have
+fetched its records; ``scenarios/r2-production.toml`` rests on that. The model builds the
+wait from costs measured elsewhere: the broker's CPU per request and per record
+(``models/kafka-broker-loopback.toml``, one broker, replication 1) and the consumer's fetch
+time as a reply's way and the next Fetch's (the fit below). Nothing is fitted on replicated
+runs.
+
+Design: one cluster of three brokers (``validate/kafka_broker.py --brokers 3``); each
+configuration at replication 1 and 3 (librdkafka, acks=all at 3), :data:`REPS` runs each,
+interleaved (1, 3, 1, 3, ...):
+
+* ``sparse``: 200 messages 25 ms apart, linger 0, one partition (the calibration's fit
+  configuration): every record alone, the broker idle between;
+* ``dense``: Poisson at 1000 messages/s over 8 partitions, linger 10 ms.
+
+First, :data:`WARM_ROUNDS` untimed floods (20,000 messages at 10,000/s over 8 partitions,
+replication 3). A fresh JVM compiles its hot paths for a minute or more, and three of them
+compiling at once take this VM's CPU: measured 2026-11-28 on a fresh cluster, the dense
+configuration at replication 3 read a p50 of 2.0 s, then 1.4 s, 0.75 s ... over its first
+ten runs with the C2 compiler threads at 0.15-0.25 cores of each JVM's 0.3-0.4, and settled
+at 12-14 ms (p99 37 ms) after some 70 s of traffic, each JVM then at 0.17-0.22 cores, the
+compiler at 0.01-0.04 of it. After three floods (~36 s) its p50 read 12.0-17.6 ms from the
+second run on; its p99 was still 80-250 ms.
+
+The client's round trip and the consumer's fetch time (``validate.calibrate_kafka.fit``) are
+fitted on the ``sparse`` runs at replication 1, one per run, as the calibration does; the
+model then predicts every configuration's p50 and p99 (median over runs of each run's
+figure) with the shipped broker costs on three brokers of 2 cores each. The three JVMs share
+this VM's 2 vCPUs, which the model's brokers do not (each owns its cores): at these rates a
+broker is mostly idle.
+
+``python -m validate.kafka_replication [--reps 4] [--out DIR]``: starts the cluster (the
+local one: the followers are on loopback) and prints measured beside predicted, with each
+run's CSV in ``DIR``. :func:`judge` gives the figures for ``validate/test_kafka_replication.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from validate.calibrate_kafka import (
+    broker_model_path,
+    fit_runs,
+    model_broker,
+    predict,
+    run_percentile,
+)
+from validate.kafka_harness import HarnessConfig, HarnessError, read_csv, run
+
+HERE = Path(__file__).resolve().parent
+BROKERS = 3
+REPS = 4
+CONFIGS = {
+    "sparse": HarnessConfig(n_messages=200, interval_ms=25, linger_ms=0, n_partitions=1),
+    "dense": HarnessConfig(n_messages=2000, feed="poisson", interval_ms=1, linger_ms=10,
+                           n_partitions=8),
+}
+WARM = HarnessConfig(n_messages=20_000, feed="poisson", interval_ms=0.1, linger_ms=5,
+                     n_partitions=8, replication=3, warmup_s=0.5, label="warm")
+"""The untimed flood each of :data:`WARM_ROUNDS` sends first (module docstring)."""
+WARM_ROUNDS = 3
+FIT = ("sparse", 1)
+"""The runs the client's round trip is fitted on (module docstring)."""
+REPLICATIONS = (1, 3)
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    replication: int
+    runs: int
+    measured_p50: float
+    measured_p99: float
+    predicted_p50: float
+    predicted_p99: float
+    fitted_on: bool
+
+
+def config_of(name: str, replication: int) -> HarnessConfig:
+    return replace(CONFIGS[name], replication=replication, label=f"{name}-rf{replication}")
+
+
+def measure(out_dir: Path, reps: int = REPS, names=tuple(CONFIGS),
+            warm_rounds: int = WARM_ROUNDS) -> dict:
+    """Warm a fresh cluster up, then run every configuration ``reps`` times, interleaved;
+    returns ``{(name, replication): [runs]}`` (each also in ``out_dir``)."""
+    from validate.kafka_broker import KafkaBroker
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs: dict[tuple[str, int], list[np.ndarray]] = {}
+    with KafkaBroker(brokers=BROKERS) as cluster:
+        for w in range(warm_rounds):
+            rec = run(cluster.bootstrap, WARM)
+            print(f"warm-up {w}: p50 {np.nanmedian(rec['latency_s']) * 1e3:.0f} ms",
+                  file=sys.stderr)
+        for rep in range(reps):
+            for name in names:
+                for rf in REPLICATIONS:
+                    path = out_dir / f"{name}-rf{rf}-{rep}.csv"
+                    rec = run(cluster.bootstrap, config_of(name, rf), path)
+                    runs.setdefault((name, rf), []).append(rec)
+                    print(f"{name} rf{rf} run {rep}: p50 "
+                          f"{np.nanmedian(rec['latency_s']) * 1e3:.2f} ms", file=sys.stderr)
+    return runs
+
+
+def read(out_dir: Path) -> dict:
+    runs: dict[tuple[str, int], list[np.ndarray]] = {}
+    for path in sorted(out_dir.glob("*-rf*-*.csv")):
+        name, rf, _ = path.stem.rsplit("-", 2)
+        runs.setdefault((name, int(rf[2:])), []).append(read_csv(path))
+    if FIT not in runs:
+        raise HarnessError(f"{out_dir}: no runs of {FIT[0]} at replication {FIT[1]} to fit on")
+    return runs
+
+
+def judge(runs: dict, per_run: int = 5) -> list[Row]:
+    """Fit on :data:`FIT`'s runs, predict every configuration (module docstring)."""
+    fitted = fit_runs(runs[FIT])
+    broker = model_broker(HERE.parent / "models")
+    if broker is None:
+        raise HarnessError(f"no broker costs in {broker_model_path(HERE.parent / 'models')}")
+    rows = []
+    for (name, rf), measured in sorted(runs.items()):
+        k = min(len(measured), len(fitted))
+        cfg = config_of(name, rf)
+        got = predict(cfg.label or name, cfg, fitted[:k], measured[:k],
+                      [{**broker, "colocated": True}] * k,
+                      per_run=per_run, n_brokers=BROKERS)
+        rows.append(Row(name, rf, k, run_percentile(measured[:k], 0.5),
+                        run_percentile(measured[:k], 0.99), got["p50"], got["p99"],
+                        (name, rf) == FIT))
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| configuration | replicas | runs | p50 measured | p50 predicted | p99 measured "
+             "| p99 predicted |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        name = r.name + (" (fitted)" if r.fitted_on else "")
+        lines.append(f"| {name} | {r.replication} | {r.runs} | {r.measured_p50 * 1e3:.2f} ms "
+                     f"| {r.predicted_p50 * 1e3:.2f} ms | {r.measured_p99 * 1e3:.2f} ms "
+                     f"| {r.predicted_p99 * 1e3:.2f} ms |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--reps", type=int, default=REPS)
+    parser.add_argument("--warm", type=int, default=WARM_ROUNDS)
+    parser.add_argument("--out", type=Path, default=Path("kafka-replication"))
+    parser.add_argument("--from-csv", action="store_true",
+                        help="judge the runs already in --out instead of measuring")
+    args = parser.parse_args()
+    try:
+        runs = (read(args.out) if args.from_csv
+                else measure(args.out, args.reps, warm_rounds=args.warm))
+        print(table(judge(runs)))
+    except HarnessError as exc:
+        print(f"kafka_replication: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

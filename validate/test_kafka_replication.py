@@ -1,0 +1,39 @@
+"""Replication on a real cluster (validate/kafka_replication.py): three local brokers, each
+configuration at replication 1 and 3, measured in this job; the model, fitted on the sparse
+configuration's replication-1 runs alone, predicts the rest. Judged: the p50 of each
+configuration at replication 3, within :data:`TOLERANCE` (on the sparse configuration the
+model without replication would miss by some 40 %: measured 2.08 and 2.21 ms in two
+sessions, 1.2 and 1.1 at replication 1). The p99 at replication 3 is printed, not judged:
+the model misses it (``validate/kafka_replication.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from validate.kafka_replication import FIT, judge, measure, table
+
+TOLERANCE = 0.25
+"""The calibration suite's tolerance for p50 (issue 14: within 25 %)."""
+
+
+@pytest.fixture(scope="module")
+def rows(kafka_libs, tmp_path_factory):
+    runs = measure(tmp_path_factory.mktemp("replication"), reps=3, warm_rounds=3)
+    out = judge(runs)
+    print("\n" + table(out))
+    return {(r.name, r.replication): r for r in out}
+
+
+@pytest.mark.kafka
+def test_replication_is_measured(rows):
+    # acks=all at three replicas: every record waits for the followers on the real cluster
+    assert rows[(FIT[0], 3)].measured_p50 > rows[FIT].measured_p50 * 1.3, rows
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("name", ["sparse", "dense"])
+def test_the_p50_at_three_replicas_is_predicted(rows, name):
+    row = rows[(name, 3)]
+    assert np.isfinite(row.measured_p50)
+    assert row.predicted_p50 == pytest.approx(row.measured_p50, rel=TOLERANCE), row
