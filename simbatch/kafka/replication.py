@@ -3,7 +3,8 @@ appends, and a produce request is answered, and its records read by consumers, o
 every follower has them (the clients' default ``acks=all``: franz-go ``AllISRAcks``,
 librdkafka and the Java producer ``acks=-1``).
 
-How Kafka does it (Apache Kafka 3.9, ``core/src/main/scala/kafka/server``):
+How Kafka does it (Apache Kafka 3.9, ``core/src/main/scala/kafka/server`` and
+``kafka/cluster/Partition.scala``):
 
 * A follower broker runs one fetcher thread per leader it follows
   (``num.replica.fetchers`` = 1, ``ReplicaFetcherThread`` / ``AbstractFetcherThread``). It
@@ -36,9 +37,10 @@ Fetch's way and the leader's handling of it. Here each (leader, follower) pair i
   (``background_records_per_s``) too.
 
 Partition ``p``'s leader is broker ``p % n_brokers`` and its followers the next
-``replicas - 1`` brokers (``(p + i) % n_brokers``), as Kafka's rack-less assignment spreads
-them (``AdminUtils.assignReplicasToBrokers``): every broker leads some partitions and
-follows others. ``min.insync.replicas``, followers falling out of sync, and the leader's
+``replicas - 1`` brokers (``(p + i) % n_brokers``): Kafka's rack-less placement (the KRaft
+controller's ``StripedReplicaPlacer``; ``AdminUtils.assignReplicasToBrokers`` under
+ZooKeeper) likewise spreads them so that every broker leads some partitions and follows
+others. ``min.insync.replicas``, followers falling out of sync, and the leader's
 epoch checks are not modelled: every follower stays in sync.
 """
 
