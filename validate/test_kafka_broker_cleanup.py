@@ -16,8 +16,8 @@ CHILD = textwrap.dedent("""
     import sys, time
     import validate.kafka_broker as kb
     log = open(sys.argv[1], "a", buffering=1)
-    kb.start = lambda properties=(): (log.write("started\\n"), {"pid": 4242,
-        "bootstrap": "127.0.0.1:1", "data_dir": None})[1]
+    kb.start = lambda properties=(), brokers=1: (log.write("started\\n"), {"pid": 4242,
+        "pids": [4242], "bootstrap": "127.0.0.1:1", "data_dir": None})[1]
     kb.stop = lambda pid, data_dir=None: log.write(f"stopped {pid}\\n")
     with kb.KafkaBroker():
         print("ready", flush=True)
