@@ -19,7 +19,7 @@ TOLERANCE = 0.25
 
 @pytest.fixture(scope="module")
 def rows(kafka_libs, tmp_path_factory):
-    runs = measure(tmp_path_factory.mktemp("replication"), reps=3, warm_rounds=3)
+    runs = measure(tmp_path_factory.mktemp("replication"), reps=3)
     out = judge(runs)
     print("\n" + table(out))
     return {(r.name, r.replication): r for r in out}
