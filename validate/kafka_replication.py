@@ -57,9 +57,15 @@ The p50 at three replicas is predicted within 15 % (without replication the mode
 the replication-1 figure, ~45 % low on the sparse configuration). The p99 at three replicas
 is missed: 1.2-2.9x the model's on the sparse configuration, 2-12x on the dense one, lowest
 after the longest warm-up (ten floods) but 109 ms after the compilers settled in another
-session. What holds it is not found; a candidate is the three JVMs' own threads beside the
-request path (collector, compiler, KRaft), which wake on the same 2 vCPUs and which the
-model's shared cores do not hold.
+session. What holds it: sampled every 0.1 s over three runs of the dense configuration after
+the compilers had settled (2026-11-28: per thread from ``/proc``; p99 22, 35 and 107 ms), the
+windows whose messages took 30-126 ms are those in which one JVM's C2 compiler burst to
+0.3-0.8 cores, or G1's concurrent and worker threads ran (0.2-0.5 cores), with the machine at
+1.5-1.9 of its 2 vCPUs (the harness's own ~0.4-0.5 included); elsewhere it ran at 1.0-1.3
+and messages took 15-25 ms. The compilers still burst in every run after "settling" (which
+reads their CPU over a whole round), and the model's shared cores hold only the request
+stages (0.66 cores predicted for the three brokers): neither the compiler, the collector's
+concurrent threads nor the harness takes them.
 
 The client's round trip and the consumer's fetch time (``validate.calibrate_kafka.fit``) are
 fitted on the ``sparse`` runs at replication 1, one per run, as the calibration does; the
