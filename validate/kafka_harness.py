@@ -26,7 +26,8 @@ The broker: ``SIMBATCH_KAFKA_BOOTSTRAP=host:port`` names a user's cluster for ev
 and the calibration (:func:`user_bootstrap`); without it the callers start the local broker
 (``validate/kafka_broker.py``). The topic is created per run, with ``replication``
 replicas (1 by default; above 1 the librdkafka harness asks ``acks=all``, the clients'
-default, so that a delivery report waits for the followers as production's does).
+default, which franz-go's harness keeps, so that a delivery report waits for the followers
+as production's does; the Java harness takes 1 only).
 
 Per message the CSV has ``msg, partition, publish_s, produce_s`` (handed to the client),
 ``ack_s`` (delivery report), ``consume_s``, ``latency_s``, ``publish_late_s`` (how late the
@@ -144,7 +145,7 @@ class HarnessConfig:
     stall_timeout_s: float = 15.0
     seed: int = 1
     nagle_disable: bool = False       # librdkafka socket.nagle.disable (default false)
-    replication: int = 1              # the topic's replicas; above 1, acks=all (librdkafka)
+    replication: int = 1              # the topic's replicas (librdkafka: acks=all above 1)
 
 
 def user_bootstrap() -> str | None:
@@ -224,9 +225,9 @@ def run(bootstrap: str | None, config: HarnessConfig,
     if config.outer_timer not in ("debounce", "deadline"):
         raise HarnessError("the outer timer must be debounce or deadline; "
                            f"got {config.outer_timer!r}")
-    if config.replication != 1 and config.client != "librdkafka":
+    if config.replication != 1 and config.client == "java":
         raise HarnessError(f"replication {config.replication} is measured with the librdkafka "
-                           f"harness only; got client {config.client!r}")
+                           f"and franz-go harnesses only; got client {config.client!r}")
     if config.client == "librdkafka":
         return _run_librdkafka(bootstrap, config, out_csv, broker_pid)
     return _run_external(bootstrap, config, out_csv)
@@ -733,6 +734,7 @@ def harness_command(client: str, bootstrap: str | None, config: HarnessConfig,
     outer = "none" if config.outer_linger_ms is None else config.outer_linger_ms
     if client == "franz-go":
         cmd = [str(build_franzgo()), "-partitions", str(config.n_partitions),
+               "-replication", str(config.replication),
                "-linger", f"{config.linger_ms:g}ms",
                "-outer-linger", outer if outer == "none" else f"{outer:g}ms",
                "-outer-timer", config.outer_timer,

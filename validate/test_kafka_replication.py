@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from validate.conftest import need
 from validate.kafka_replication import FIT, judge, measure, table
 
 TOLERANCE = 0.25
@@ -18,8 +19,9 @@ TOLERANCE = 0.25
 
 
 @pytest.fixture(scope="module")
-def rows(kafka_libs, tmp_path_factory):
-    runs = measure(tmp_path_factory.mktemp("replication"), reps=3)
+def rows(kafka_libs, harnesses, tmp_path_factory):
+    names = ("sparse", "dense") + (() if harnesses["franz-go"] else ("franz-go-sparse",))
+    runs = measure(tmp_path_factory.mktemp("replication"), reps=3, names=names)
     out = judge(runs)
     print("\n" + table(out))
     return {(r.name, r.replication): r for r in out}
@@ -32,8 +34,10 @@ def test_replication_is_measured(rows):
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("name", ["sparse", "dense"])
-def test_the_p50_at_three_replicas_is_predicted(rows, name):
+@pytest.mark.parametrize("name", ["sparse", "dense", "franz-go-sparse"])
+def test_the_p50_at_three_replicas_is_predicted(rows, harnesses, name):
+    if name.startswith("franz-go"):
+        need(harnesses, "franz-go")
     row = rows[(name, 3)]
     assert np.isfinite(row.measured_p50)
     assert row.predicted_p50 == pytest.approx(row.measured_p50, rel=TOLERANCE), row

@@ -42,6 +42,7 @@ import (
 type config struct {
 	broker         string
 	partitions     int
+	replication    int
 	linger         time.Duration
 	outerLinger    time.Duration // < 0: no outer batcher
 	outerTimer     string
@@ -95,6 +96,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("franzgo", flag.ContinueOnError)
 	fs.StringVar(&c.broker, "broker", os.Getenv("SIMBATCH_KAFKA_BOOTSTRAP"), "bootstrap host:port (default $SIMBATCH_KAFKA_BOOTSTRAP)")
 	fs.IntVar(&c.partitions, "partitions", 1, "partitions of the topic created for the run")
+	fs.IntVar(&c.replication, "replication", 1, "replicas of the topic created for the run (franz-go's default acks: every in-sync replica)")
 	fs.DurationVar(&c.linger, "linger", time.Second, "franz-go ProducerLinger (teranode's flush_frequency)")
 	outer := fs.String("outer-linger", "none", "outer batcher linger (e.g. 10ms), or none for no outer batcher")
 	fs.StringVar(&c.outerTimer, "outer-timer", TimerDebounce, "outer batcher timer: debounce | deadline")
@@ -127,6 +129,8 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("the 'broker' flag is required (host:port), or set SIMBATCH_KAFKA_BOOTSTRAP")
 	case c.partitions < 1:
 		return c, fmt.Errorf("the 'partitions' flag must be an integer >= 1; got %d", c.partitions)
+	case c.replication < 1 || c.replication > 32767:
+		return c, fmt.Errorf("the 'replication' flag must be an integer from 1 to 32767; got %d", c.replication)
 	case c.linger < 0:
 		return c, fmt.Errorf("the 'linger' flag must be a duration >= 0; got %s", c.linger)
 	case c.outerTimer != TimerDebounce && c.outerTimer != TimerDeadline:
@@ -169,7 +173,7 @@ type row struct {
 }
 
 func run(cfg config) (map[string]any, error) {
-	if err := checkReachable(cfg.broker, cfg.connectTimeout); err != nil {
+	if err := checkReachable(seeds(cfg.broker)[0], cfg.connectTimeout); err != nil {
 		return nil, err
 	}
 	topic := fmt.Sprintf("simbatch-fg-%d", time.Now().UnixNano()%1e10)
@@ -197,7 +201,7 @@ func run(cfg config) (map[string]any, error) {
 	for p := 0; p < cfg.partitions; p++ {
 		offsets[int32(p)] = kgo.NewOffset().AtStart()
 	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(cfg.broker),
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds(cfg.broker)...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
@@ -229,7 +233,7 @@ func run(cfg config) (map[string]any, error) {
 	}()
 
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.broker),
+		kgo.SeedBrokers(seeds(cfg.broker)...),
 		kgo.ProducerLinger(cfg.linger),
 		kgo.ProducerBatchMaxBytes(int32(cfg.batchMaxBytes)),
 		kgo.MaxBufferedRecords(cfg.maxBuffered),
@@ -384,16 +388,22 @@ func run(cfg config) (map[string]any, error) {
 	return summary, runErr
 }
 
-// createTopic creates the run's topic (replication 1) and waits for the broker's answer.
+// seeds splits a bootstrap list, host:port[,host:port...], into franz-go's seed brokers.
+func seeds(bootstrap string) []string {
+	return strings.Split(bootstrap, ",")
+}
+
+// createTopic creates the run's topic (with cfg.replication replicas) and waits for the
+// broker's answer.
 func createTopic(ctx context.Context, cfg config, topic string) error {
-	admin, err := kgo.NewClient(kgo.SeedBrokers(cfg.broker))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds(cfg.broker)...))
 	if err != nil {
 		return fail("admin client: %v", err)
 	}
 	defer admin.Close()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(cfg.partitions), 1
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(cfg.partitions), int16(cfg.replication)
 	req.Topics = append(req.Topics, t)
 	req.TimeoutMillis = int32(cfg.connectTimeout.Milliseconds())
 	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout+5*time.Second)
