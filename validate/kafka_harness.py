@@ -225,6 +225,9 @@ def run(bootstrap: str | None, config: HarnessConfig,
     if config.outer_timer not in ("debounce", "deadline"):
         raise HarnessError("the outer timer must be debounce or deadline; "
                            f"got {config.outer_timer!r}")
+    if not isinstance(config.replication, int) or config.replication < 1:
+        raise HarnessError(f"replication must be a whole number of at least 1; got "
+                           f"{config.replication!r}")
     if config.replication != 1 and config.client == "java":
         raise HarnessError(f"replication {config.replication} is measured with the librdkafka "
                            f"and franz-go harnesses only; got client {config.client!r}")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from validate.conftest import need
+from validate.kafka_harness import HarnessConfig, HarnessError, run
 from validate.kafka_replication import FIT, judge, measure, table
 
 TOLERANCE = 0.25
@@ -41,3 +42,15 @@ def test_the_p50_at_three_replicas_is_predicted(rows, harnesses, name):
     row = rows[(name, 3)]
     assert np.isfinite(row.measured_p50)
     assert row.predicted_p50 == pytest.approx(row.measured_p50, rel=TOLERANCE), row
+
+
+@pytest.mark.parametrize(("client", "replication", "message"), [
+    ("librdkafka", 0, "replication must be a whole number of at least 1; got 0"),
+    ("franz-go", 2.5, "replication must be a whole number of at least 1; got 2.5"),
+    ("java", 3, "replication 3 is measured with the librdkafka and franz-go harnesses only"),
+])
+def test_a_replication_the_harness_cannot_run_is_refused_naming_it(client, replication,
+                                                                   message):
+    config = HarnessConfig(client=client, replication=replication)
+    with pytest.raises(HarnessError, match=message):
+        run("127.0.0.1:1", config)
