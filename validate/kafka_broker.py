@@ -149,9 +149,7 @@ def start(libs: Path | None = None, timeout_s: float = 90.0,
             pids.append(proc.pid)
             _wait_for(proc, port, data / name, time.monotonic() + timeout_s, timeout_s)
     except BaseException:
-        for pid in pids:
-            stop(pid)
-        shutil.rmtree(data, ignore_errors=True)
+        stop_all(pids, str(data))
         raise
     return {"pid": pids[0], "pids": pids, "data_dir": str(data),
             "bootstrap": ",".join(f"127.0.0.1:{port}" for port in ports)}
@@ -197,6 +195,16 @@ def stop(pid: int, data_dir: str | None = None, timeout_s: float = 20.0) -> None
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def stop_all(pids: list[int], data_dir: str | None = None) -> None:
+    """Stop every node of a cluster (:func:`stop`) and remove its data directory."""
+    for pid in pids[1:]:
+        stop(pid)
+    if pids:
+        stop(pids[0], data_dir)
+    elif data_dir:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
 class KafkaBroker:
     """Context manager: a running local cluster (one node unless ``brokers``), always
     stopped and cleaned up; ``properties`` and ``brokers`` as :func:`start`'s; ``pid`` is
@@ -219,9 +227,7 @@ class KafkaBroker:
 
     def __exit__(self, *exc) -> None:
         try:
-            for pid in self.pids[1:]:
-                stop(pid)
-            stop(self.pid, self.data_dir)
+            stop_all(self.pids, self.data_dir)
         finally:
             if self._previous is not None:
                 signal.signal(signal.SIGTERM, self._previous)  # type: ignore[arg-type]
@@ -248,9 +254,7 @@ def main() -> None:
         elif args.cmd == "start":
             print(json.dumps(start(brokers=args.brokers)))
         else:
-            for pid in args.pid[1:]:
-                stop(pid)
-            stop(args.pid[0], args.data_dir)
+            stop_all(args.pid, args.data_dir)
     except BrokerError as exc:
         print(f"kafka_broker: error: {exc}", file=sys.stderr)
         sys.exit(2)
