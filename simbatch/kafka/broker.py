@@ -324,12 +324,14 @@ class Broker:
         self.cpu_s += network + io
         if self.gc is not None:
             self.gc.request_read()
-        def appended() -> None:
-            for link in self.links:
-                link.appended(records, n_bytes, None)
+        then: Callable[[], None] = _nothing
+        if self.links:                  # its followers fetch it too (nobody waits)
+            def then() -> None:
+                for link in self.links:
+                    link.appended(records, n_bytes, None)
 
         self.stage(self.network, ticks(network),
-                   lambda: self.stage(self.io, ticks(io), appended))
+                   lambda: self.stage(self.io, ticks(io), then))
 
     def _poisson(self, rate_per_s: float, arrive: Callable[[], None]):
         assert self.rng is not None
@@ -343,6 +345,10 @@ class Broker:
     def cpu_cores(self, span_s: float) -> float:
         """Cores the broker's JVM kept busy over ``span_s`` seconds (requests and idle)."""
         return self.cpu_s / span_s + self.config.idle_cores if span_s > 0 else float("nan")
+
+
+def _nothing() -> None:
+    return None
 
 
 __all__ = ["Broker", "BrokerConfig"]
