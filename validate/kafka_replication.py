@@ -241,6 +241,9 @@ def main() -> None:
     parser.add_argument("--from-csv", action="store_true",
                         help="judge the runs already in --out instead of measuring")
     args = parser.parse_args()
+    if args.reps < 1 or args.warm < 0:
+        parser.error(f"--reps must be at least 1 and --warm at least 0; got --reps "
+                     f"{args.reps}, --warm {args.warm}")
     try:
         runs = (read(args.out) if args.from_csv
                 else measure(args.out, args.reps, warm_rounds=args.warm))
