@@ -143,8 +143,8 @@ NOT_YET: dict[tuple[str, str], str] = {
 # 2026-11-28 that measured it, and 17.29 / 17.47 in a session of this module alone: it is
 # judged like every other figure now. What the model still leaves out of that tail (messages
 # in flight over a collection's pause answered 1-10 ms beyond it, the measured pauses
-# aligned with -Xlog:safepoint; the model's within ~0.5 ms) is in the git history of this
-# table.
+# aligned with -Xlog:safepoint; the model's within ~0.5 ms) is told in full in this table's
+# entry for it at commit c69e7b1.
 
 
 def _cases():
