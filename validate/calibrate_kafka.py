@@ -58,8 +58,11 @@ multi-partition configurations (``linger10-pP-Rps-dense``: P = 8, 32, R = 250 to
 :data:`CPU_CONFIGS`, with the large-request ``linger100-p8-Rps-dense``, :data:`RECORD_RATES`)
 are predicted with the broker's CPU on. Its costs are a request unit's warm cost, a cold
 start's (a stage starting after the broker idled longer than ``cold_after_us``), a
-partition's named in a fetch and a record's (told from a request's by the large requests),
-fitted (:func:`fit_broker`) on the
+partition's named in a fetch, and a record's. The record's is measured by
+validate/kafka_record_cost.py's design, which a ladder session on a local broker runs after
+its configurations (:func:`record_cost`; one partition at 20,000 and 40,000 records/s in
+requests of ~400 to ~4,000, where records are most of the work), and given to the fit; the
+other three are fitted (:func:`fit_broker`) on the
 broker JVM's CPU time (``/proc/PID/stat``) over each run's timed span less its JIT
 compiler threads' (:func:`serving_cpu_s`) and its idle CPU (over the harness's warm-up
 pause), by least squares over runs of several rates and
@@ -100,15 +103,19 @@ across the held-out fits (the fourth session: 221-314 us per request unit, a col
 coalesced fetches now follow too (Fetch per Produce at 2000 msg/s over 32 partitions: 0.68
 measured, 0.68 predicted; 0.94 and 0.98 at 250).
 
-A record's cost (2026-11-26, two sessions with :data:`RECORD_CONFIGS`): 3.6 us (standard
-error 1.4) and 2.6 us (1.1) of the whole JVM's CPU (:func:`cost_errors`), 3.1 us (0.9) over
-both; the request threads' CPU alone moved 0.3 +- 1.1 us per record between 25 and 100
-records per request in the first, so much of it is the collector's and compiler's share, and
-at one message size (256 bytes) it holds the bytes' cost too. Predicted from the other runs
-of both sessions, the broker's CPU was within 25 % on all 10 CPU configurations, p50 on 10
-and p99 on 9 (32 partitions at 2000 msg/s: 20.6 ms measured, 15.3 predicted). Within one
-session, the 8000 msg/s configuration held out leaves only 25-record requests to fit a
-record's cost on (6.8 us in the second session, its CPU then +29 %).
+A record's cost. Fitted on the ladder beside the other three (its large-request rungs carry
+25 and 100 records per request), it came out at 3.6 us (standard error 1.4) and 2.6 (1.1) on
+2026-11-26, 1.24 on 11-27 and 0.98 (1.5) on 11-28: the rungs' records are a few hundredths
+of a core, within the sessions' noise, and the 11-26 figure held out left the 8000 msg/s
+rung +153 % on 11-28 (0.142 cores predicted, 0.056 measured). A faster rung cannot be run
+here: at 32,000 msg/s the Python harness fell behind its schedule on every message (10,000
+msg/s achieved, 2026-11-28). validate/kafka_record_cost.py's design, made to tell it,
+found 0.32 +- 0.31, 0.10 +- 0.11, -0.06 +- 0.48 and 0.40 +- 0.32 us on the request path's
+threads (2026-11-27 and 11-28) and 0.52 +- 0.22 and 0.54 +- 0.23 us on the serving CPU
+(11-28, two brokers), so the ladder is given it (:func:`fit_broker`) and its large-request
+rungs are predictions: on the ladder of 2026-11-28 at 0.54 us, each rung predicted from the
+session's other runs, all ten within 25 % on p50, p99 and the broker's CPU (CPU -22 % to
++5 %; the 8000 msg/s rung -22 %).
 
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
 once, the fits, and one dense multi-partition configuration), building the Go and Java
@@ -124,13 +131,17 @@ import math
 import os
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from validate.kafka_harness import HarnessConfig, run, scheduled_gaps_s, undisturbed
+
+if TYPE_CHECKING:
+    from validate.kafka_record_cost import Costs
 
 HERE = Path(__file__).resolve().parent
 
@@ -155,7 +166,9 @@ RECORD_RATES = (2000, 8000)
 librdkafka sends one partition's batch per produce request (``rd_kafka_ProduceRequest(rkb,
 rktp, ...)`` in ``rd_kafka_toppar_producer_serve``, rdkafka_broker.c), so at linger 100 ms over 8
 partitions a request carries R / 80 records (25 and 100) while the requests stay at ~80 per
-second; the ladder's carry 1-3. Their CPU is what tells ``record_cpu_us`` apart."""
+second; the ladder's carry 1-3. They check the record cost the design measured
+(:func:`record_cost`) where requests are large; their own few hundredths of a core of
+records cannot tell it (module docstring)."""
 
 
 def _configs() -> dict[str, HarnessConfig]:
@@ -422,35 +435,42 @@ def cpu_samples(results: dict[str, Measured]) -> list[CpuSample]:
 FIT_ROUNDS = 2
 """Refits of the broker's costs at the costs last fitted (:func:`fit_broker`)."""
 COSTS = ("request_cpu_us", "cold_us", "partition_fetch_us", "record_cpu_us")
-"""The broker's costs :func:`fit_broker` fits (``[broker]``, simbatch/kafka/broker.py), in
-the order of :meth:`CpuSample.served`'s counts."""
+"""The broker's costs (``[broker]``, simbatch/kafka/broker.py), in the order of
+:meth:`CpuSample.served`'s counts."""
+FITTED = (0, 1, 2)
+"""The indices of :data:`COSTS` the ladder fits (:func:`fit_broker`): all but a record's."""
 RECORD_CONFIGS = tuple(f"linger100-p8-{rate}ps-dense" for rate in RECORD_RATES)
 """The CPU configurations whose requests carry many records (:data:`RECORD_RATES`)."""
 
 
-def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
+def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None,
+               record_cpu_us: float = 0.0) -> dict:
     """The model's ``[broker]`` fitted on ``samples``: a request unit's warm cost
-    (``request_cpu_us``), a cold start's (``cold_us``), a partition named in a fetch's
-    (``partition_fetch_us``) and a record's (``record_cpu_us``, where :data:`RECORD_CONFIGS`
-    are among the samples, else 0: the ladder's requests carry 1-3 records, so a record's
-    cost hides in a request's), by non-negative least squares on each run's work (relative
-    error, floored at 0.1 cores: an idle run's few hundredths of a core are mostly its idle
-    CPU's noise). First at 1 us per request unit (the traffic's own counts) for each
-    ``cold_after_us`` of :data:`COLD_AFTER_GRID_US`, keeping the best; then
-    :data:`FIT_ROUNDS` times again with the counts at the costs just fitted (a busier broker
-    serves fewer fetches and cold starts). ``idle_cores``: the samples' median. With
-    ``shape`` (a models/ file's ``[broker]``): its costs and ``cold_after_us``, all scaled by
-    one factor fitted likewise (a session too small to separate them, as CI's)."""
+    (``request_cpu_us``), a cold start's (``cold_us``) and a partition named in a fetch's
+    (``partition_fetch_us``), at a record's cost given (``record_cpu_us``: measured by
+    validate/kafka_record_cost.py's design, :func:`record_cost`; the ladder's requests carry
+    1-100 records, too few to tell it, see :data:`RECORD_RATES`), by non-negative least
+    squares on each run's work (relative error, floored at 0.1 cores: an idle run's few
+    hundredths of a core are mostly its idle CPU's noise). First at 1 us per request unit
+    (the traffic's own counts) for each ``cold_after_us`` of :data:`COLD_AFTER_GRID_US`,
+    keeping the best; then :data:`FIT_ROUNDS` times again with the counts at the costs just
+    fitted (a busier broker serves fewer fetches and cold starts). ``idle_cores``: the
+    samples' median. With ``shape`` (a models/ file's ``[broker]``): its costs, the record's
+    among them, and ``cold_after_us``, all scaled by one factor fitted likewise (a session
+    too small to separate them, as CI's)."""
     from scipy.optimize import nnls
 
     y, w = _work(samples)
-    keep = np.zeros(len(COSTS))
-    keep[_fitted(samples)] = 1.0
+    fitted = list(FITTED)
+    record = max(float(record_cpu_us), 0.0) * 1e-6
 
     def solve(at: tuple[float, ...]) -> tuple[float, np.ndarray]:
         a = np.array([s.served(at) for s in samples])
         if shape is None:
-            costs, _ = nnls(a * keep * w[:, None], y * w)
+            rest = y - a[:, COSTS.index("record_cpu_us")] * record
+            part, _ = nnls(a[:, fitted] * w[:, None], rest * w)
+            costs = np.full(len(COSTS), record)
+            costs[fitted] = part
         else:
             unit = a @ np.array(at[:-1]) * 1e-6
             costs = np.array(at[:-1]) * 1e-6 * float(np.sum(unit * y * w**2)
@@ -458,7 +478,8 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
         return float(np.sum(((a @ costs - y) * w) ** 2)), costs
 
     if shape is None:
-        tries = [(tau, solve((1.0, 0.0, 0.0, 0.0, tau))) for tau in COLD_AFTER_GRID_US]
+        start = (1.0, 0.0, 0.0, record * 1e6)
+        tries = [(tau, solve((*start, tau))) for tau in COLD_AFTER_GRID_US]
         tau, (_, costs) = min(tries, key=lambda t: t[1][0])
     else:
         tau = float(shape["cold_after_us"])
@@ -466,25 +487,26 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None) -> dict:
     for _ in range(FIT_ROUNDS if shape is None else FIT_ROUNDS + 1):
         at = (*(round(float(c) * 1e6, 3) for c in costs), tau)
         _, costs = solve(at)
-    fitted = {k: round(float(c) * 1e6, 3 if k in ("partition_fetch_us", "record_cpu_us")
-                       else 2) for k, c in zip(COSTS, costs, strict=True)}
-    return {"cores": LOCAL_CORES, **fitted, "cold_after_us": tau,
+    out = {k: round(float(c) * 1e6, 3 if k in ("partition_fetch_us", "record_cpu_us")
+                    else 2) for k, c in zip(COSTS, costs, strict=True)}
+    return {"cores": LOCAL_CORES, **out, "cold_after_us": tau,
             "idle_cores": round(float(np.median([s.idle for s in samples])), 4)}
 
 
 def cost_errors(samples: Sequence[CpuSample], broker: dict) -> dict[str, float]:
-    """Each of ``broker``'s :data:`COSTS` (us) with its standard error from the fit's
-    residuals on ``samples`` (weighted as :func:`fit_broker` weighs them; the counts at the
-    fitted costs): how well the session's runs tell that cost; nan where they cannot."""
+    """Each of ``broker``'s :data:`COSTS` (us) the ladder fits (:data:`FITTED`) with its
+    standard error from the fit's residuals on ``samples`` (weighted as :func:`fit_broker`
+    weighs them; the counts at the fitted costs); nan for a record's, which it is given."""
     at = (*(float(broker[k]) for k in COSTS), float(broker["cold_after_us"]))
     y, w = _work(samples)
-    fitted = _fitted(samples)
-    a = (np.array([s.served(at) for s in samples]) * 1e-6 * w[:, None])[:, fitted]
-    resid = a @ np.array([at[i] for i in fitted]) - y * w
-    dof = max(len(y) - len(fitted), 1)
+    a = np.array([s.served(at) for s in samples]) * 1e-6
+    rest = (y - a[:, COSTS.index("record_cpu_us")] * at[COSTS.index("record_cpu_us")]) * w
+    a = (a * w[:, None])[:, list(FITTED)]
+    resid = a @ np.array([at[i] for i in FITTED]) - rest
+    dof = max(len(y) - len(FITTED), 1)
     cov = float(resid @ resid) / dof * np.linalg.pinv(a.T @ a)
     se = dict.fromkeys(COSTS, float("nan"))
-    se.update({COSTS[i]: float(np.sqrt(cov[j, j])) for j, i in enumerate(fitted)})
+    se.update({COSTS[i]: float(np.sqrt(cov[j, j])) for j, i in enumerate(FITTED)})
     return se
 
 
@@ -495,35 +517,48 @@ def _work(samples: Sequence[CpuSample]) -> tuple[np.ndarray, np.ndarray]:
     return y, 1.0 / np.maximum(y, 0.1)
 
 
-def _fitted(samples: Sequence[CpuSample]) -> list[int]:
-    """The indices of :data:`COSTS` that ``samples`` fit: a record's only where
-    :func:`records_identifiable`."""
-    return [i for i, k in enumerate(COSTS)
-            if k != "record_cpu_us" or records_identifiable(samples)]
+def record_cost(out_dir: Path) -> Costs | None:
+    """A record's cost measured in ``out_dir``'s session by validate/kafka_record_cost.py's
+    design (its rounds, :data:`~validate.kafka_record_cost.CSV_NAME` there), if it was."""
+    from validate.kafka_record_cost import CSV_NAME, read_rounds
+    from validate.kafka_record_cost import record_cost as fit_rounds
+
+    path = out_dir / CSV_NAME
+    return fit_rounds(read_rounds(path)) if path.is_file() else None
 
 
-def records_identifiable(samples: Sequence[CpuSample]) -> bool:
-    """Whether ``samples`` tell a record's cost from a request's: a run with many records
-    per request (:data:`RECORD_CONFIGS`) among them."""
-    return any(s.config in RECORD_CONFIGS for s in samples)
+def given_record_cpu_us(design: Costs | None, shape: dict | None) -> float:
+    """The record cost a session's fit is given: its own design's (``design``), else the
+    models/ file's (``shape``), else 0; never below 0 (a fit of noise around nothing)."""
+    if design is not None:
+        return max(design.record_us, 0.0)
+    return max(float((shape or {}).get("record_cpu_us", 0.0)), 0.0)
 
 
-def held_out_broker(samples: Sequence[CpuSample], name: str, shape: dict | None) -> dict:
+def held_out_broker(samples: Sequence[CpuSample], name: str, shape: dict | None,
+                    design: Costs | None = None) -> dict:
     """``name``'s ``[broker]``, fitted on every other sample of the session: its own costs
-    where they tell them apart (:func:`separable`), else ``shape`` scaled on the
+    where they tell them apart (:func:`separable`; a record's given by the session's
+    ``design`` or ``shape``: :func:`given_record_cpu_us`), else ``shape`` scaled on the
     :data:`CPU_FIT` runs among them (without a ``shape``, its own fit all the same)."""
     others = [s for s in samples if s.config != name]
     if shape is not None and not separable(others):
         # the factor from CPU_FIT's runs alone: the fit runs' few hundredths of a core of
         # work are within their idle CPU's noise
         return fit_broker([s for s in others if s.config == CPU_FIT], shape)
-    return fit_broker(others)
+    return fit_broker(others, record_cpu_us=given_record_cpu_us(design, shape))
 
 
 def separable(samples: Sequence[CpuSample]) -> bool:
     """Whether ``samples`` tell the broker's costs apart: CPU configurations of every
     partition count of the ladder (each at several rates) among them."""
-    parts = {CONFIGS[s.config].n_partitions for s in samples if s.config in CPU_CONFIGS}
+    return tells_costs_apart({s.config for s in samples})
+
+
+def tells_costs_apart(names: Iterable[str]) -> bool:
+    """Whether a session of the configurations ``names`` tells the broker's costs apart
+    (:func:`separable`)."""
+    parts = {CONFIGS[n].n_partitions for n in names if n in CPU_CONFIGS}
     return {CONFIGS[n].n_partitions for n in CPU_CONFIGS} <= parts
 
 
@@ -883,11 +918,13 @@ def read_measurements(out_dir: Path, names=None) -> dict[str, Measured]:
     return results
 
 
-def compare(results: dict[str, Measured], models_dir: Path | None = None) -> list[dict]:
+def compare(results: dict[str, Measured], models_dir: Path | None = None,
+            design: Costs | None = None) -> list[dict]:
     """Measured beside predicted; run k of a configuration is predicted from the fit run
     paired with it; a CPU configuration's broker is fitted on the session's other runs
     (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
-    ``models_dir`` as the shape where they cannot separate its costs)."""
+    ``models_dir`` as the shape where they cannot separate its costs, and the session's
+    record cost, ``design``, where its design ran: :func:`record_cost`)."""
     rows = []
     shape = model_broker(models_dir or HERE.parent / "models")
     samples = cpu_samples(results)
@@ -895,7 +932,7 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None) -> lis
         fitted = fit_runs(m.fit_runs)
         brokers = None         # without the broker's CPU time (a user's cluster): no model
         if name in CPU_CONFIGS and any(s.config == name for s in samples):
-            brokers = [held_out_broker(samples, name, shape)] * len(m.runs)
+            brokers = [held_out_broker(samples, name, shape, design)] * len(m.runs)
         gc = fitted_gc(results, held_out=name) if CONFIGS[name].client == "librdkafka" \
             else None
         pred = predict(name, CONFIGS[name], fitted, m.runs, brokers,
@@ -1067,17 +1104,27 @@ def model_broker(models_dir: Path) -> dict | None:
     return tomllib.loads(path.read_text()).get("broker") if path.is_file() else None
 
 
-def fitted_broker(results: dict[str, Measured]) -> tuple[dict, list[str]] | None:
+def fitted_broker(results: dict[str, Measured], design: Costs | None,
+                  shape: dict | None) -> tuple[dict, list[str]] | None:
     """The ``[broker]`` of a session (:func:`fit_broker` on every run with the broker's CPU
-    measured but those of :data:`MODEL_FIT_EXCLUDES`), and comment lines saying on what;
-    None unless those runs tell the costs apart (:func:`separable`)."""
+    measured but those of :data:`MODEL_FIT_EXCLUDES`, at the session's record cost,
+    ``design``, else ``shape``'s: :func:`given_record_cpu_us`), and comment lines saying on
+    what; None unless those runs tell the costs apart (:func:`separable`)."""
     samples = [s for s in cpu_samples(results) if s.config != MODEL_FIT_EXCLUDES]
     if not separable(samples):
         return None
-    broker = fit_broker(samples)
+    broker = fit_broker(samples, record_cpu_us=given_record_cpu_us(design, shape))
     se = cost_errors(samples, broker)
     configs = sorted({s.config for s in samples})
     load = [r["load_avg"][0] for n, m in results.items() if n in configs for r in m.runs]
+    from validate.kafka_record_cost import CSV_NAME
+    record = (f"# Per record: {design.record_us:.2f} +- {design.record_se:.2f} us (0 if "
+              "below), measured by validate/kafka_record_cost.py's design (the session's "
+              f"{CSV_NAME}: one partition, 20,000 and 40,000 records/s in requests of ~400 "
+              "to ~4,000; the JVM's CPU less its compiler's), not fitted on the ladder"
+              if design is not None else
+              f"# Per record: {broker['record_cpu_us']:g} us, the models/ file's (no design "
+              f"run in this session, {CSV_NAME})")
     notes = [f"# [broker]: fitted on {len(samples)} runs of {len(configs)} configurations "
              f"(every one measured with the broker's CPU but {MODEL_FIT_EXCLUDES}, which CI",
              "# predicts with these costs scaled by its own CPU fit runs): "
@@ -1085,12 +1132,9 @@ def fitted_broker(results: dict[str, Measured]) -> tuple[dict, list[str]] | None
              "# Least squares on each run's CPU beyond idle (see fit_broker); 1-minute load "
              f"average {min(load, default=np.nan):.2f}-{max(load, default=np.nan):.2f}.",
              "# Standard errors from the fit's residuals (us): "
-             + ", ".join(f"{k} {broker[k]:g} +- {se[k]:.2g}" for k in COSTS) + ".",
-             ("# Per record: fitted on the large requests of "
-              + ", ".join(c for c in RECORD_CONFIGS if c in configs)
-              if records_identifiable(samples) else
-              "# Per record: not identifiable here (0), no large-request runs")
-             + "; per byte: not told apart from per record at one message size (0).",
+             + ", ".join(f"{COSTS[i]} {broker[COSTS[i]]:g} +- {se[COSTS[i]]:.2g}"
+                         for i in FITTED) + ".",
+             record + "; per byte: not told apart from per record at one message size (0).",
              "# cores: this VM's vCPUs, shared with the harness",
              "# and the neighbours, whose load is no reservation (background_cores 0; see the "
              "module docstring)."]
@@ -1140,9 +1184,9 @@ def measured_on(out_dir: Path) -> str:
 def models_dir_for(models_dir: str | None, names: Sequence[str] | None, out_dir: str) -> Path:
     """Where a calibration writes its models files: ``models_dir`` if given, else the
     repository's models/ for the whole grid (``names`` None) and ``out_dir`` for a subset. A
-    subset can leave a parameter unidentified (without the large-request configurations the
-    broker's record cost is fitted as 0) and would otherwise overwrite the models the
-    scenarios use with it."""
+    subset can leave a parameter unidentified (a single partition count cannot tell the
+    broker's cold start from a partition fetched) and would otherwise overwrite the models
+    the scenarios use with it."""
     if models_dir is not None:
         return Path(models_dir)
     return HERE.parent / "models" if names is None else Path(out_dir)
@@ -1182,10 +1226,18 @@ def main() -> None:
             with KafkaBroker() as local:
                 results = measure(local.bootstrap, Path(args.out_dir), names=names,
                                   broker_pid=local.pid)
+                if tells_costs_apart(results):     # a ladder: a record's cost, measured
+                    from validate.kafka_record_cost import CSV_NAME, write_rounds
+                    from validate.kafka_record_cost import measure as measure_rounds
+
+                    write_rounds(Path(args.out_dir) / CSV_NAME,
+                                 measure_rounds(local.bootstrap, local.pid))
+        design = record_cost(Path(args.out_dir))
     except (HarnessError, BrokerError) as exc:
         print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    rows = compare(results)
+    shape = model_broker(HERE.parent / "models")
+    rows = compare(results, design=design)
     models_dir.mkdir(parents=True, exist_ok=True)
     for client, fit_name in FIT.items():
         if fit_name not in results:
@@ -1201,7 +1253,7 @@ def main() -> None:
             else None
         path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, gc))
         print(f"wrote {path}")
-    broker = fitted_broker(results)
+    broker = fitted_broker(results, design, shape)
     if broker is not None:
         prov = provenance(KAFKA_VERSION, "librdkafka", bootstrap)
         prov["settings"] = f"fitted on {CPU_FIT}: {CONFIGS[CPU_FIT]}, and the CPU configurations"

@@ -3,15 +3,18 @@ through the local broker (produced and consumed) at two rates and two request si
 broker JVM's CPU time read from ``/proc``, a record's and a request's cost told apart by
 least squares (issue 14).
 
-Why: the ladder of ``validate/calibrate_kafka.py`` fits a record's cost beside a request's on
-requests of 1-3 records (its large-request rungs carry 25 and 100), where records are a small
-share of the broker's work, and its sessions disagree: 3.06 us (the shipped
-``models/kafka-broker-loopback.toml``, two sessions on 2026-11-26), 0.35-0.64 and 1.24 (the
-sessions of 2026-11-27). ``scenarios/r2-production.toml``'s figures before the fix rest on it
-(~40k-record requests). Here the design separates them: one partition, so a request carries
-one batch; 20,000 records/s in requests of ~2,000 (``linger.ms`` 100) and of ~400 (20 ms),
-and 40,000 records/s in requests of ~4,000: the same records in five times the requests,
-twice the records in as many. Each design point runs :data:`REPS` times, interleaved.
+Why: the ladder of ``validate/calibrate_kafka.py`` fitted a record's cost beside a
+request's on requests of 1-3 records (its large-request rungs carry 25 and 100), where
+records are a small share of the broker's work, and its sessions disagreed: 3.06 us (two
+sessions on 2026-11-26), 0.35-0.64 and 1.24 (2026-11-27), 0.98 +- 1.5 (11-28).
+``scenarios/r2-production.toml``'s figures before the fix rest on it (~40k-record requests).
+So the calibration takes it from here: a ladder session on a local broker runs this design
+after its configurations and writes the rounds (:data:`CSV_NAME`), and the ladder's fit is
+given the serving CPU's record cost (:func:`record_cost`). Here the design separates them:
+one partition, so a request carries one batch; 20,000 records/s in requests of ~2,000
+(``linger.ms`` 100) and of ~400 (20 ms), and 40,000 records/s in requests of ~4,000: the
+same records in five times the requests, twice the records in as many. Each design point
+runs :data:`REPS` times, interleaved.
 
 Each round: a fresh topic, a warm-up of 5,000 records, then ``rate`` records/s of 256 bytes
 for ``seconds`` (librdkafka, ``acks=1``, keyed, as the calibration's), every record consumed;
@@ -43,15 +46,22 @@ cycle once the heap is past its occupancy threshold (HotSpot ``g1CollectedHeap.c
 ``attempt_allocation_humongous``): a large request's cost to the collector depends on the
 heap's state, not on its records alone, which the model's costs (fitted on requests of 1-100
 records) do not hold. Production's requests before the fix (~13 MB) are humongous in any
-heap. The serving CPU is therefore not fitted here; each design point's medians are printed.
+heap. Those swings come in the warm rounds (2026-11-28, a fresh broker: the collector at
+0.07-0.31 cores in four of six warm rounds, under 0.01 in the twelve after); the serving
+CPU of the rounds after them gave 831 +- 60 us per request and 0.52 +- 0.22 us per record,
+the request path's threads 922 +- 86 and 0.40 +- 0.32.
 
-``python -m validate.kafka_record_cost [--seconds 6] [--reps 4] [--warm 6]``: on a broker it
-starts (the local one only: the CPU is read from its process).
+``python -m validate.kafka_record_cost [--seconds 6] [--reps 4] [--warm 6] [--out-dir DIR]``:
+on a broker it starts (the local one only: the CPU is read from its process); with
+``--out-dir``, the rounds go to ``DIR/record-cost.csv`` for ``python -m
+validate.calibrate_kafka --from-csv --out-dir DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import dataclasses
 import sys
 import threading
 import time
@@ -59,6 +69,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +82,9 @@ DESIGN = ((20_000, 100), (20_000, 20), (40_000, 100))
 REPS = 4
 WARM_ROUNDS = 6
 WARM_RECORDS = 5000
+CSV_NAME = "record-cost.csv"
+"""The rounds' file in a calibration's output directory (``--out-dir``): where
+validate/calibrate_kafka.py takes a record's cost from (:func:`record_cost`)."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +227,37 @@ def fit(rounds: Sequence[Round], cores: Callable[[Round], float]) -> Costs:
     return Costs(x[0] * 1e6, se[0] * 1e6, x[1] * 1e6, se[1] * 1e6, x[2])
 
 
+def record_cost(rounds: Sequence[Round]) -> Costs:
+    """A record's cost to the broker's serving CPU -- the JVM's less its compiler's, as the
+    calibration's ladder counts it (``validate.calibrate_kafka.serving_cpu_s``) -- told
+    from a request's by the design (module docstring)."""
+    return fit(rounds, lambda r: r.serving_cores)
+
+
+def write_rounds(path: Path, rounds: Sequence[Round]) -> None:
+    """``rounds`` as CSV, one line each (:func:`read_rounds` reads them back)."""
+    names = [f.name for f in dataclasses.fields(Round)]
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(names)
+        out.writerows([getattr(r, n) for n in names] for r in rounds)
+
+
+def read_rounds(path: Path) -> list[Round]:
+    """The rounds :func:`write_rounds` wrote at ``path``."""
+    def parse(row: dict[str, str]) -> Round:
+        values: dict[str, Any] = {f.name: float(row[f.name]) for f in dataclasses.fields(Round)}
+        values["records"] = int(values["records"])
+        return Round(**values)
+
+    try:
+        with path.open(newline="") as fh:
+            return [parse(row) for row in csv.DictReader(fh)]
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise HarnessError(f"{path}: not a file of record-cost rounds "
+                           f"({type(exc).__name__}: {exc})") from None
+
+
 def measure(bootstrap: str, pid: int, seconds: float = 6.0, reps: int = REPS,
             warm: int = WARM_ROUNDS, report: Callable[[str], None] = print) -> list[Round]:
     """``warm`` rounds at the first design point, then ``reps`` rounds of each, interleaved;
@@ -262,6 +307,11 @@ def summary(rounds: Sequence[Round], shipped: dict | None) -> list[str]:
     out.append(f"\nthe request path's threads: {c.request_us:.0f} +- {c.request_se:.0f} us per "
                f"request (produce or fetch), {c.record_us:.2f} +- {c.record_se:.2f} us per "
                f"record, {c.base_cores:.3f} cores besides")
+    c = record_cost(rounds)
+    out.append(f"the serving CPU (the JVM's less its compiler's; the calibration's record "
+               f"cost): {c.request_us:.0f} +- {c.request_se:.0f} us per request, "
+               f"{c.record_us:.2f} +- {c.record_se:.2f} us per record, {c.base_cores:.3f} "
+               "cores besides")
     if shipped is not None:
         out.append(f"the models file (the whole JVM less its compiler, fitted on the ladder): "
                    f"{shipped['request_cpu_us']} us per request warm, {shipped['cold_us']} more "
@@ -274,6 +324,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--reps", type=int, default=REPS)
     parser.add_argument("--warm", type=int, default=WARM_ROUNDS)
+    parser.add_argument("--out-dir", default=None,
+                        help=f"also write the rounds to DIR/{CSV_NAME}, where "
+                             "validate/calibrate_kafka.py takes a record's cost from")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.reps < 2 or args.warm < 0:
         parser.error(f"--seconds must be above 0, --reps at least 2, --warm at least 0; got "
@@ -288,6 +341,9 @@ def main(argv: list[str] | None = None) -> None:
     except (HarnessError, BrokerError) as exc:
         print(f"kafka_record_cost: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    if args.out_dir is not None:
+        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        write_rounds(Path(args.out_dir) / CSV_NAME, rounds)
     print("\n" + "\n".join(summary(rounds, model_broker(HERE.parent / "models"))))
     print(f"(costs of {broker_model_path(HERE.parent / 'models').name})")
 

@@ -9,7 +9,18 @@ import numpy as np
 import pytest
 
 from validate.calibrate_kafka import model_broker
-from validate.kafka_record_cost import DESIGN, HERE, Round, by_point, fit, main, measure
+from validate.kafka_record_cost import (
+    CSV_NAME,
+    DESIGN,
+    HERE,
+    Round,
+    by_point,
+    fit,
+    main,
+    measure,
+    read_rounds,
+    write_rounds,
+)
 
 MODELS = HERE.parent / "models"
 
@@ -22,21 +33,42 @@ def _round(rate: float, linger: float, requests_per_s: float, cores: float) -> R
                  fetch_requests=requests_per_s * span / 2)
 
 
-def test_the_fit_recovers_a_request_s_and_a_record_s_cost():
-    # cores = 800 us x requests/s + 0.4 us x records/s + 0.015, at the design's three points
-    # and a little noise: the fit gives them back within its standard errors
-    rng = np.random.default_rng(3)
+def _design(record_us: float, seed: int) -> list[Round]:
+    """Four rounds of each design point whose broker burnt 800 us x requests/s +
+    ``record_us`` x records/s + 0.015 cores, and a little noise."""
+    rng = np.random.default_rng(seed)
     rounds = []
     for _ in range(4):
         for rate, linger in DESIGN:
             req = 20.0 if linger == 100 else 94.0
-            cores = 800e-6 * req + 0.4e-6 * rate + 0.015 + rng.normal(0, 0.002)
+            cores = 800e-6 * req + record_us * 1e-6 * rate + 0.015 + rng.normal(0, 0.002)
             rounds.append(_round(rate, linger, req, cores))
+    return rounds
+
+
+def test_the_fit_recovers_a_request_s_and_a_record_s_cost():
+    # at the design's three points: the fit gives the costs back within its standard errors
+    rounds = _design(0.4, seed=3)
     c = fit(rounds, lambda r: r.data_cpu_s / r.span_s)
     assert abs(c.request_us - 800) < 3 * c.request_se + 1
     assert abs(c.record_us - 0.4) < 3 * c.record_se + 0.01
     assert c.base_cores == pytest.approx(0.015, abs=0.01)
     assert set(by_point(rounds)) == set(DESIGN)
+
+
+def test_the_calibration_takes_the_record_cost_from_the_sessions_rounds(tmp_path):
+    # a ladder session's out-dir holding the design's rounds gives the ladder's fit their
+    # serving CPU's record cost; without them, the models file's
+    from validate.calibrate_kafka import given_record_cpu_us, record_cost
+
+    assert record_cost(tmp_path) is None
+    assert given_record_cpu_us(None, {"record_cpu_us": 2.5}) == 2.5
+    assert given_record_cpu_us(None, None) == 0.0
+    write_rounds(tmp_path / CSV_NAME, _design(0.5, seed=5))
+    got = record_cost(tmp_path)
+    assert got is not None and abs(got.record_us - 0.5) < 3 * got.record_se + 0.01
+    assert given_record_cpu_us(got, {"record_cpu_us": 2.5}) == got.record_us
+    assert read_rounds(tmp_path / CSV_NAME) == _design(0.5, seed=5)
 
 
 def test_a_design_of_one_request_size_is_refused_with_the_reason():
