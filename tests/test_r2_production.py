@@ -37,19 +37,18 @@ CHANGES = {"producer p99": ("request_latency_p99_dash_mean_s", "request_latency_
            "broker write p99": ("request_latency_p99_dash_s", "request_latency_p99_dash_s")}
 
 # Measured with the scenario as committed (seed 14, one replication), and why each misses.
-ROUND_TRIP = ("a ~40k-record (~13 MB) request costs the modelled broker ~124 ms of CPU at the "
-              "local broker's measured 3.1 us/record and the loopback round trip; production's "
-              "also carries the request over the network and waits for its followers "
-              "(replication 3, franz-go's default acks=all), which the scenario does not pose: "
-              "with it the figure swings from 127 ms to 131 s with the record cost (see the "
+ROUND_TRIP = ("the broker's CPU per record is the local broker's, measured (0.54 +- 0.23 us: "
+              "validate/kafka_record_cost.py), and the figure swings with it: 143 or 508 ms "
+              "one standard error either way; production's requests also cross a network, "
+              "which the scenario does not pose (its round trip is loopback's; see the "
               "scenario's comment)")
 MISSES = {
     ("before", "outer_gauge_max"): "predicted 49,983 vs 186k: one gauge series never shows "
     "more than flush_messages (50,000; the drain loop flushes at maxBatch and the series is "
     "per topic and process), so the published peak adds up at least 4 processes' series, "
     "which the scenario does not pose (see its comment)",
-    ("before", "request_latency_p99_dash_max_s"): "predicted 487 ms vs 1.6 s (the band starts "
-    "at 506 ms): the longest request takes 334 ms, read in the 256-512 ms bucket; " + ROUND_TRIP,
+    ("before", "request_latency_p99_dash_max_s"): "predicted 488 ms vs 1.6 s (the band starts "
+    "at 506 ms): the longest request takes 297 ms, read in the 256-512 ms bucket; " + ROUND_TRIP,
 }
 CHANGE_MISSES = {
     "buffered messages": "predicted x16,700 (49,983 -> 3) vs x93,000 (186k -> 2): the "
@@ -138,9 +137,10 @@ def test_the_flat_63_ms_after_the_fix_is_the_histograms_floor(results):
 def test_the_producers_hold_nothing_back_after_the_fix(results):
     # the mechanism of the fix: before, each producer's outer buffer fills to a 50,000-message
     # size flush (tens of thousands of records per request); after, the 10 ms debounce
-    # flushes a message or two at a time, each in a request of its own or nearly
+    # flushes a message or two at a time, sent at once in a request to each leader it
+    # touches (a two-message flush may touch two of the three brokers)
     _, summaries = results
     b, a = summaries["before"].metrics, summaries["after"].metrics
     assert b["records_per_request"] > 10_000 and a["records_per_request"] < 2
-    assert a["outer_flushes"] > 0.9 * a["requests"]
+    assert a["outer_flushes"] <= a["requests"] < 1.5 * a["outer_flushes"]
     assert a["outer_buffered_mean"] < 1 < b["outer_buffered_mean"] / 10_000

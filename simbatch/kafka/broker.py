@@ -99,12 +99,13 @@ partitions, linger 10 ms):
   of the slow 1 % overlapped a young collection or a Remark in five (the two runs with 3
   and 4 Remarks read 26 ms, the four with 0 or 1 17.3-21 ms); in the sixth, 61 slow
   messages in 25 ms overlapped none, with the harness's own poller stalled 5 ms.
-* A request's cost is linear in its records here, at the ladder's fitted record cost (the
-  whole JVM's, on requests of 1-100 records). Measured directly on requests of 400-4,000
-  records (``validate/kafka_record_cost.py``), the request path's own cost per record is
-  too small to tell from zero, while requests of half a G1 region or more are humongous
-  objects whose cost to the collector depends on the heap's state (0.35-0.56 cores at 10
-  requests/s of 0.65-1.3 MB in one session of three, ~0-0.1 in the others).
+* A request's cost is linear in its records here, at the record cost measured on requests
+  of 400-4,000 records (``validate/kafka_record_cost.py``: the JVM's CPU less its
+  compiler's, 0.52-0.54 us per 256-byte record in two sessions of 2026-11-28), while
+  requests of half a G1 region or more are humongous objects whose cost to the collector
+  depends on the heap's state (0.35-0.56 cores at 10 requests/s of 0.65-1.3 MB in one
+  session of four, ~0-0.1 in the others and after a fresh broker's first rounds), which
+  the model leaves out.
 """
 
 from __future__ import annotations
