@@ -61,7 +61,8 @@ start's (a stage starting after the broker idled longer than ``cold_after_us``),
 partition's named in a fetch, and a record's. The record's is measured by
 validate/kafka_record_cost.py's design, which a ladder session on a local broker runs after
 its configurations (:func:`record_cost`; one partition at 20,000 and 40,000 records/s in
-requests of ~400 to ~4,000, where records are most of the work), and given to the fit; the
+requests of ~400 to ~4,000, where records are most of the work; the JVM's CPU less its
+compiler's and its collector's), and given to the fit; the
 other three are fitted (:func:`fit_broker`) on the
 broker JVM's CPU time (``/proc/PID/stat``) over each run's timed span less its JIT
 compiler threads' (:func:`serving_cpu_s`) and its idle CPU (over the harness's warm-up
@@ -111,11 +112,12 @@ rung +153 % on 11-28 (0.142 cores predicted, 0.056 measured). A faster rung cann
 here: at 32,000 msg/s the Python harness fell behind its schedule on every message (10,000
 msg/s achieved, 2026-11-28). validate/kafka_record_cost.py's design, made to tell it,
 found 0.32 +- 0.31, 0.10 +- 0.11, -0.06 +- 0.48 and 0.40 +- 0.32 us on the request path's
-threads (2026-11-27 and 11-28) and 0.52 +- 0.22 and 0.54 +- 0.23 us on the serving CPU
-(11-28, two brokers), so the ladder is given it (:func:`fit_broker`) and its large-request
-rungs are predictions: on the ladder of 2026-11-28 at 0.54 us, each rung predicted from the
-session's other runs, all ten within 25 % on p50, p99 and the broker's CPU (CPU -22 % to
-+5 %; the 8000 msg/s rung -22 %).
+threads (2026-11-27 and 11-28), and 0.57 +- 0.22, 0.91 +- 0.25 and 0.89 +- 0.38 us on the
+JVM's CPU less its compiler's and its collector's (11-28, three brokers; the collector's own
+share at such requests swings with the heap's state, 0 to 0.6 cores, see that module), so
+the ladder is given it (:func:`fit_broker`) and its large-request rungs are predictions: on
+the ladder of 2026-11-28 at 0.57 us, each rung predicted from the session's other runs, all
+ten within 25 % on p50, p99 and the broker's CPU.
 
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
 once, the fits, and one dense multi-partition configuration), building the Go and Java
@@ -1121,7 +1123,8 @@ def fitted_broker(results: dict[str, Measured], design: Costs | None,
     record = (f"# Per record: {design.record_us:.2f} +- {design.record_se:.2f} us (0 if "
               "below), measured by validate/kafka_record_cost.py's design (the session's "
               f"{CSV_NAME}: one partition, 20,000 and 40,000 records/s in requests of ~400 "
-              "to ~4,000; the JVM's CPU less its compiler's), not fitted on the ladder"
+              "to ~4,000; the JVM's CPU less its compiler's and collector's), not fitted on "
+              "the ladder"
               if design is not None else
               f"# Per record: {broker['record_cpu_us']:g} us, the models/ file's (no design "
               f"run in this session, {CSV_NAME})")

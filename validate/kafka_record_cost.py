@@ -10,7 +10,7 @@ sessions on 2026-11-26), 0.35-0.64 and 1.24 (2026-11-27), 0.98 +- 1.5 (11-28).
 ``scenarios/r2-production.toml``'s figures before the fix rest on it (~40k-record requests).
 So the calibration takes it from here: a ladder session on a local broker runs this design
 after its configurations and writes the rounds (:data:`CSV_NAME`), and the ladder's fit is
-given the serving CPU's record cost (:func:`record_cost`). Here the design separates them:
+given their record cost (:func:`record_cost`). Here the design separates them:
 one partition, so a request carries one batch; 20,000 records/s in requests of ~2,000
 (``linger.ms`` 100) and of ~400 (20 ms), and 40,000 records/s in requests of ~4,000: the
 same records in five times the requests, twice the records in as many. Each design point
@@ -49,7 +49,14 @@ records) do not hold. Production's requests before the fix (~13 MB) are humongou
 heap. Those swings come in the warm rounds (2026-11-28, a fresh broker: the collector at
 0.07-0.31 cores in four of six warm rounds, under 0.01 in the twelve after); the serving
 CPU of the rounds after them gave 831 +- 60 us per request and 0.52 +- 0.22 us per record,
-the request path's threads 922 +- 86 and 0.40 +- 0.32.
+the request path's threads 922 +- 86 and 0.40 +- 0.32. On a broker whose heap a ladder
+session had aged (the same day, the design run on the ladder's broker after its runs), the
+collector burnt 0.06-0.22 cores in four of the eight large-request rounds and ~0 in the
+small-request ones, and on a fresh broker later up to 0.61: the serving CPU's fit read
+1.8 +- 2.5 and 2.6 +- 8.2 us per record, the request path's 0.94 +- 0.24 and 0.82 +- 0.44,
+and the JVM's CPU less its compiler's and collector's 0.91 +- 0.25 and 0.89 +- 0.38 (0.57 +-
+0.22 in the session above). So the calibration's record cost leaves the collector out
+(:func:`record_cost`), as the model does (module docstring of simbatch/kafka/broker.py).
 
 ``python -m validate.kafka_record_cost [--seconds 6] [--reps 4] [--warm 6] [--out-dir DIR]``:
 on a broker it starts (the local one only: the CPU is read from its process); with
@@ -228,10 +235,12 @@ def fit(rounds: Sequence[Round], cores: Callable[[Round], float]) -> Costs:
 
 
 def record_cost(rounds: Sequence[Round]) -> Costs:
-    """A record's cost to the broker's serving CPU -- the JVM's less its compiler's, as the
-    calibration's ladder counts it (``validate.calibrate_kafka.serving_cpu_s``) -- told
-    from a request's by the design (module docstring)."""
-    return fit(rounds, lambda r: r.serving_cores)
+    """A record's cost to the broker JVM's CPU less its compiler's (as the calibration's
+    ladder counts it, ``validate.calibrate_kafka.serving_cpu_s``) and its collector's, told
+    from a request's by the design (module docstring): the collector's share at these
+    requests swings with the heap's state (0 to 0.6 cores, 2026-11-28), not with the
+    records, and the model leaves it out."""
+    return fit(rounds, lambda r: r.serving_cores - r.gc_cpu_s / r.span_s)
 
 
 def write_rounds(path: Path, rounds: Sequence[Round]) -> None:
@@ -308,7 +317,7 @@ def summary(rounds: Sequence[Round], shipped: dict | None) -> list[str]:
                f"request (produce or fetch), {c.record_us:.2f} +- {c.record_se:.2f} us per "
                f"record, {c.base_cores:.3f} cores besides")
     c = record_cost(rounds)
-    out.append(f"the serving CPU (the JVM's less its compiler's; the calibration's record "
+    out.append(f"the JVM's CPU less its compiler's and collector's (the calibration's record "
                f"cost): {c.request_us:.0f} +- {c.request_se:.0f} us per request, "
                f"{c.record_us:.2f} +- {c.record_se:.2f} us per record, {c.base_cores:.3f} "
                "cores besides")

@@ -101,11 +101,11 @@ partitions, linger 10 ms):
   messages in 25 ms overlapped none, with the harness's own poller stalled 5 ms.
 * A request's cost is linear in its records here, at the record cost measured on requests
   of 400-4,000 records (``validate/kafka_record_cost.py``: the JVM's CPU less its
-  compiler's, 0.52-0.54 us per 256-byte record in two sessions of 2026-11-28), while
-  requests of half a G1 region or more are humongous objects whose cost to the collector
-  depends on the heap's state (0.35-0.56 cores at 10 requests/s of 0.65-1.3 MB in one
-  session of four, ~0-0.1 in the others and after a fresh broker's first rounds), which
-  the model leaves out.
+  compiler's and collector's, 0.57-0.91 us per 256-byte record in three sessions of
+  2026-11-28), while requests of half a G1 region or more are humongous objects whose cost
+  to the collector depends on the heap's state (0.35-0.56 cores at 10 requests/s of
+  0.65-1.3 MB in one session of four, ~0-0.1 in the others and after a fresh broker's
+  first rounds, 0.06-0.6 in such rounds later the same day), which the model leaves out.
 """
 
 from __future__ import annotations
