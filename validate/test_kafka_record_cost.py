@@ -77,6 +77,16 @@ def test_a_design_of_one_request_size_is_refused_with_the_reason():
         fit(rounds, lambda r: r.data_cpu_s / r.span_s)
 
 
+def test_an_out_dir_it_cannot_write_is_named_before_anything_is_measured(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        main(["--out-dir", str(blocker / "sub")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "kafka_record_cost: error:" in err and str(blocker) in err
+
+
 @pytest.mark.parametrize("argv", [["--reps", "1"], ["--seconds", "0"], ["--warm", "-1"]])
 def test_bad_arguments_are_named(argv, capsys):
     with pytest.raises(SystemExit) as exc:
