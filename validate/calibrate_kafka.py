@@ -60,7 +60,7 @@ are predicted with the broker's CPU on. Its costs are a request unit's warm cost
 start's (a stage starting after the broker idled longer than ``cold_after_us``), a
 partition's named in a fetch, and a record's. The record's is measured by
 validate/kafka_record_cost.py's design, which a ladder session on a local broker runs after
-its configurations (:func:`record_cost`; one partition at 20,000 and 40,000 records/s in
+its configurations (:func:`session_record_cost`; one partition at 20,000 and 40,000 records/s in
 requests of ~400 to ~4,000, where records are most of the work; the JVM's CPU less its
 compiler's and its collector's), and given to the fit; the
 other three are fitted (:func:`fit_broker`) on the
@@ -169,7 +169,7 @@ librdkafka sends one partition's batch per produce request (``rd_kafka_ProduceRe
 rktp, ...)`` in ``rd_kafka_toppar_producer_serve``, rdkafka_broker.c), so at linger 100 ms over 8
 partitions a request carries R / 80 records (25 and 100) while the requests stay at ~80 per
 second; the ladder's carry 1-3. They check the record cost the design measured
-(:func:`record_cost`) where requests are large; their own few hundredths of a core of
+(:func:`session_record_cost`) where requests are large; their own few hundredths of a core of
 records cannot tell it (module docstring)."""
 
 
@@ -450,7 +450,7 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None,
     """The model's ``[broker]`` fitted on ``samples``: a request unit's warm cost
     (``request_cpu_us``), a cold start's (``cold_us``) and a partition named in a fetch's
     (``partition_fetch_us``), at a record's cost given (``record_cpu_us``: measured by
-    validate/kafka_record_cost.py's design, :func:`record_cost`; the ladder's requests carry
+    validate/kafka_record_cost.py's design, :func:`session_record_cost`; the ladder's requests carry
     1-100 records, too few to tell it, see :data:`RECORD_RATES`), by non-negative least
     squares on each run's work (relative error, floored at 0.1 cores: an idle run's few
     hundredths of a core are mostly its idle CPU's noise). First at 1 us per request unit
@@ -519,7 +519,7 @@ def _work(samples: Sequence[CpuSample]) -> tuple[np.ndarray, np.ndarray]:
     return y, 1.0 / np.maximum(y, 0.1)
 
 
-def record_cost(out_dir: Path) -> Costs | None:
+def session_record_cost(out_dir: Path) -> Costs | None:
     """A record's cost measured in ``out_dir``'s session by validate/kafka_record_cost.py's
     design (its rounds, :data:`~validate.kafka_record_cost.CSV_NAME` there), if it was."""
     from validate.kafka_record_cost import CSV_NAME, read_rounds
@@ -926,7 +926,7 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
     paired with it; a CPU configuration's broker is fitted on the session's other runs
     (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
     ``models_dir`` as the shape where they cannot separate its costs, and the session's
-    record cost, ``design``, where its design ran: :func:`record_cost`)."""
+    record cost, ``design``, where its design ran: :func:`session_record_cost`)."""
     rows = []
     shape = model_broker(models_dir or HERE.parent / "models")
     samples = cpu_samples(results)
@@ -1235,7 +1235,7 @@ def main() -> None:
 
                     write_rounds(Path(args.out_dir) / CSV_NAME,
                                  measure_rounds(local.bootstrap, local.pid))
-        design = record_cost(Path(args.out_dir))
+        design = session_record_cost(Path(args.out_dir))
     except (HarnessError, BrokerError) as exc:
         print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
         sys.exit(2)

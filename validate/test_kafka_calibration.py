@@ -402,13 +402,13 @@ def test_a_records_cost_is_given_to_the_ladders_fit_not_fitted_on_it():
 
 
 def test_a_rounds_file_it_cannot_read_is_refused_with_the_path(tmp_path):
-    from validate.calibrate_kafka import record_cost
+    from validate.calibrate_kafka import session_record_cost
     from validate.kafka_harness import HarnessError
     from validate.kafka_record_cost import CSV_NAME
 
     (tmp_path / CSV_NAME).write_text("rate,linger_ms\n20000,abc\n")
     with pytest.raises(HarnessError, match=f"{CSV_NAME}: not a file of record-cost rounds"):
-        record_cost(tmp_path)
+        session_record_cost(tmp_path)
 
 
 # jstat -gc's columns that gc_figures reads (it finds them by name among the others)

@@ -59,13 +59,13 @@ def test_the_fit_recovers_a_request_s_and_a_record_s_cost():
 def test_the_calibration_takes_the_record_cost_from_the_sessions_rounds(tmp_path):
     # a ladder session's out-dir holding the design's rounds gives the ladder's fit their
     # serving CPU's record cost; without them, the models file's
-    from validate.calibrate_kafka import given_record_cpu_us, record_cost
+    from validate.calibrate_kafka import given_record_cpu_us, session_record_cost
 
-    assert record_cost(tmp_path) is None
+    assert session_record_cost(tmp_path) is None
     assert given_record_cpu_us(None, {"record_cpu_us": 2.5}) == 2.5
     assert given_record_cpu_us(None, None) == 0.0
     write_rounds(tmp_path / CSV_NAME, _design(0.5, seed=5))
-    got = record_cost(tmp_path)
+    got = session_record_cost(tmp_path)
     assert got is not None and abs(got.record_us - 0.5) < 3 * got.record_se + 0.01
     assert given_record_cpu_us(got, {"record_cpu_us": 2.5}) == got.record_us
     assert read_rounds(tmp_path / CSV_NAME) == _design(0.5, seed=5)
