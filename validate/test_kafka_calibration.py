@@ -14,9 +14,10 @@ predicted with the broker's CPU, its costs those of ``models/kafka-broker-loopba
 (fitted on a ladder session without this configuration) scaled by one factor fitted on this
 run's ``CPU_FIT`` runs, and with the broker JVM's young collections fitted on the
 session's other librdkafka runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms
-where measured is under 20 ms) and on the broker JVM's measured CPU (25 %); the targets that
-do not hold here are marked xfail with the figures (``NOT_YET``). The whole ladder, 250 to
-2000 msg/s, is ``python -m validate.calibrate_kafka --configs`` with the ``-dense`` names.
+where measured is under 20 ms) and on the broker JVM's measured CPU (25 %); a target that
+did not hold here would be marked xfail with its figures (``NOT_YET``: none today). The
+whole ladder, 250 to 2000 msg/s, is ``python -m validate.calibrate_kafka --configs`` with the
+``-dense`` names.
 
 The Go and Java harnesses are built by the fixtures (``go build``, ``mvn -q -B package``);
 a client whose tool is missing is skipped with the reason. Measurements run serially; on a
@@ -123,19 +124,18 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 
 # Issue 14's targets that do not hold on this machine, with the figures measured (see the
 # module docstring of validate/calibrate_kafka.py for the mechanism looked for).
-NOT_YET: dict[tuple[str, str], str] = {
-    ("linger10-p32-1000ps-dense", "broker_cpu"): (
-        "CI scales the models file's costs by one factor fitted on this session's CPU_FIT runs "
-        "(4 partitions), and the two configurations' CPU ratio moves from session to session: "
-        "within 25 % in 13 of the first 15 fresh-clone runs after the JIT compiler was left "
-        "out (5c52727, 2026-11-27); the last two, on another machine of the same type, "
-        "+26 % (0.44 cores measured, 0.56 predicted; its CPU_FIT runs served 0.23-0.25 "
-        "cores against 0.17-0.22 in earlier sessions) and +25 % (0.39, 0.49); on "
-        "2026-11-27, after jstat moved out of the span, +18, +1 and -9 % in three CI "
-        "sessions; on 2026-11-28 within 25 % in all nine fresh-clone runs that measured it "
-        "and +9 % (0.40, 0.44) in a session of this module alone. "
-        "test_the_ci_rungs_broker_cpu_is_never_far_off holds it within 50 %"),
-}
+NOT_YET: dict[tuple[str, str], str] = {}
+# The rung's broker CPU was here until 2026-11-29, a non-strict xfail, with a strict 50 %
+# bound beside it. CI scales the models file's costs by one factor fitted on the session's
+# CPU_FIT runs (4 partitions), and the two configurations' CPU ratio moved from session to
+# session: within 25 % in 13 of the first 15 fresh-clone runs after the JIT compiler was left
+# out (5c52727, 2026-11-27), +26 % and +25 % in the last two (another machine of the same
+# type); on 2026-11-27 +18, +1 and -9 % in three CI sessions; on 2026-11-28 within 25 % in
+# all nine fresh-clone runs that measured it. Since the record's cost comes from its own
+# design (validate/kafka_record_cost.py; models file of 2026-11-28, 0.57 us per record
+# against 3.06): measured / predicted 0.44 / 0.45 cores (+3 %) in a session of this module
+# alone, within 25 % in the two fresh-clone runs after it, 0.49 / 0.49 (+1 %) in another
+# session of this module alone (2026-11-29): it is judged like every other figure now.
 # The rung's p99 was here until 2026-11-28. It was predicted low (-17 to -24 %) until the
 # harness started jstat before the feed and the model's young collections were fitted on the
 # session's other runs (2026-11-27); since, measured / predicted 18.6 / 17.8, 19.0 / 16.8 and
@@ -163,21 +163,6 @@ def test_prediction_within_tolerance(calibration, harnesses, name, metric):
     if row is None:
         pytest.skip("the broker's CPU time is not measured on a user's cluster")
     assert row["ok"], row
-
-
-CPU_GUARD = 0.5
-"""The strict bound on the CI rung's broker CPU (the 25 % target is in NOT_YET): a cost
-model or a CPU measurement that broke would miss it by far more than a session's drift."""
-
-
-def test_the_ci_rungs_broker_cpu_is_never_far_off(calibration, harnesses):
-    need(harnesses, "librdkafka")
-    _, rows, _ = calibration
-    row = next((r for r in rows if r["config"] in CPU_CONFIGS and r["metric"] == "broker_cpu"),
-               None)
-    if row is None:
-        pytest.skip("the broker's CPU time is not measured on a user's cluster")
-    assert abs(row["predicted"] / row["measured"] - 1) <= CPU_GUARD, row
 
 
 def test_no_broker_fails_fast_with_a_clear_message(tmp_path):
