@@ -55,3 +55,28 @@ def test_a_replication_the_harness_cannot_run_is_refused_naming_it(client, repli
     config = HarnessConfig(client=client, replication=replication)
     with pytest.raises(HarnessError, match=message):
         run("127.0.0.1:1", config)
+
+
+def test_the_least_noisy_runs_are_kept_in_order_and_the_others_set_aside(tmp_path):
+    from validate.kafka_harness import COLUMNS, write_csv
+    from validate.kafka_replication import _quietest, read
+
+    def a_run(stalled: int) -> np.ndarray:      # 20 messages, `stalled` of them stalled 50 ms
+        rec = np.zeros(20, dtype=[(c, "f8") for c in COLUMNS])
+        rec["msg"] = np.arange(20)
+        rec["latency_s"] = 0.002
+        rec["stall_s"][:stalled] = 0.050
+        return rec
+
+    done = []
+    for rep, stalled in enumerate((0, 10, 1, 0)):          # run 1 is noisy (half stalled)
+        path = tmp_path / f"sparse-rf1-{rep}.csv"
+        rec = a_run(stalled)
+        write_csv(rec, path)
+        done.append((rec, path))
+    kept = _quietest(done, 3, tmp_path)
+    assert [int((r["stall_s"] > 0).sum()) for r in kept] == [0, 1, 0]
+    assert sorted(p.name for p in tmp_path.glob("*.csv")) == \
+        ["sparse-rf1-0.csv", "sparse-rf1-2.csv", "sparse-rf1-3.csv"]
+    assert [p.name for p in (tmp_path / "discarded").iterdir()] == ["sparse-rf1-1.csv"]
+    assert len(read(tmp_path)[("sparse", 1)]) == 3        # --from-csv judges what was kept
