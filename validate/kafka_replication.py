@@ -140,7 +140,9 @@ rule, ``calibrate_kafka.noise``: over a tenth of its messages stalled by more th
 over 5 % of the VM's CPU stolen), each at both replications; then each (configuration,
 replication) keeps its ``reps`` least noisy runs and the others go to ``discarded/``. In the
 sessions of 2026-11-28 the slow runs of the dense configuration at replication 3 were the
-stalled ones (p50 61 ms with half its messages stalled, beside 12.7 ms with 6-10 %)."""
+stalled ones (p50 61 ms with half its messages stalled, beside 12.7 ms with 6-10 %); not all
+are (2026-11-29: runs of 113, 302 and 342 ms discarded, but one of 94 ms with 9 % stalled
+kept)."""
 
 
 @dataclass(frozen=True)
