@@ -35,6 +35,8 @@ from pathlib import Path
 KAFKA_VERSION = os.environ.get("SIMBATCH_KAFKA_VERSION", "3.9.1")
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".kafka" / KAFKA_VERSION
+LOG4J = HERE / "kafka-log4j.properties"
+"""The brokers' logging: warnings to each node's log, the request log off (see the file)."""
 POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>simbatch</groupId><artifactId>kafka-broker-fetch</artifactId><version>1</version>
@@ -84,9 +86,27 @@ def _java() -> str:
 
 def _run_class(libs: Path, main: str, args: list[str], **kw) -> subprocess.Popen:
     cp = os.pathsep.join(str(p) for p in sorted(libs.glob("*.jar")))
-    extra = os.environ.get("SIMBATCH_KAFKA_JVM_OPTS", "").split()
-    return subprocess.Popen([_java(), "-Xms256m", "-Xmx512m", *extra, "-cp", cp, main, *args],
-                            **kw)
+    extra = os.environ.get("SIMBATCH_KAFKA_JVM_OPTS", "").split()   # after ours: they win
+    return subprocess.Popen([_java(), "-Xms256m", "-Xmx512m",
+                             f"-Dlog4j.configuration={LOG4J.as_uri()}", *extra, "-cp", cp,
+                             main, *args], **kw)
+
+
+def set_log_level(bootstrap: str, nodes: int, logger: str, level: str,
+                  libs: Path | None = None) -> None:
+    """Set ``logger`` to ``level`` on nodes 1 to ``nodes`` of the running cluster at
+    ``bootstrap``, at run time (Kafka's dynamic broker loggers, ``kafka.admin.ConfigCommand
+    --entity-type broker-loggers``)."""
+    cp = os.pathsep.join(str(p) for p in sorted((libs or fetch()).glob("*.jar")))
+    for node in range(1, nodes + 1):
+        done = subprocess.run(
+            [_java(), "-cp", cp, "kafka.admin.ConfigCommand", "--bootstrap-server",
+             bootstrap.split(",")[0], "--alter", "--entity-type", "broker-loggers",
+             "--entity-name", str(node), "--add-config", f"{logger}={level}"],
+            capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise BrokerError(f"setting {logger} to {level} on node {node} at {bootstrap} "
+                              f"failed: {(done.stderr or done.stdout)[-1500:]}")
 
 
 def data_parent() -> str | None:

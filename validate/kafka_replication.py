@@ -75,9 +75,16 @@ stages (0.66 cores predicted for the three brokers): neither the compiler, the c
 concurrent threads nor the harness takes them.
 
 Since 2026-11-28's last CI run, the dense configuration at three replicas has missed its
-p50 in every session (21-32 ms against 11.2-11.5), some of its partitions committing
-50-520 ms late while the machine was half idle; what holds them back is not found yet
-(``validate/test_kafka_replication.py`` tells what was ruled out).
+p50 in most sessions (16-32 ms against 11.2-11.5), some of its partitions committing
+50-520 ms late while the machine was half idle. The brokers' request log
+(``validate/kafka_request_log.py``, 2026-11-29) shows why: the producer's connection to one
+leader saturates. Its requests are served one at a time (a connection is muted while one is
+served), each waits at acks=all for the followers' next Fetch, and librdkafka sends one
+partition per request, 110-180 a second to each leader; when the followers' turns lengthen
+(1-3 ms) a leader's requests take as long as the time between them and its queue grows
+through the run. The model has these mechanisms and the same cliff, but its follower round
+is shorter than the real one (replication adds 0.9 ms to its requests, 1.6-2.2 ms to the
+brokers'), so it stays below it.
 
 The client's round trip and the consumer's fetch time (``validate.calibrate_kafka.fit``) are
 fitted on the ``sparse`` runs at replication 1, one per run, as the calibration does; the
