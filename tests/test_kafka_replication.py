@@ -41,13 +41,13 @@ def _replicated(broker: BrokerConfig, replicas: int) -> BrokerConfig:
 @pytest.mark.parametrize("replicas", [2, 3])
 def test_an_idle_cluster_adds_the_follower_round_trip_to_every_record(replicas):
     # 25 ms apart every record finds the cluster idle. Beyond its append, it waits for: the
-    # leader's read of it for the parked Fetch (the fetch share of one record's cost: the
-    # Fetch itself was handled when it came), half the fetch time to the follower, the
-    # follower's append (the produce share of a request of one record), half the fetch time
-    # back, the leader's handling of the next Fetch (the fetch share of a request's cost).
-    # Both followers run side by side on their own brokers.
+    # leader's completing the parked Fetch with it (the fetch share of a request of one
+    # record: Kafka reads the log and builds the reply then), half the fetch time to the
+    # follower, the follower's append (the produce share of a request of one record), half
+    # the fetch time back, the leader's handling of the next Fetch (the fetch share of a
+    # request's cost). Both followers run side by side on their own brokers.
     share = CPU.fetch_share
-    added_us = (10 * share + FETCH_MS * 1e3 / 2 + (300 + 10) * (1 - share)
+    added_us = ((300 + 10) * share + FETCH_MS * 1e3 / 2 + (300 + 10) * (1 - share)
                 + FETCH_MS * 1e3 / 2 + 300 * share)
     one = simulate_kafka(_case(CPU, interval_ms=25.0), 3)
     more = simulate_kafka(_case(_replicated(CPU, replicas), interval_ms=25.0), 3)
@@ -56,13 +56,17 @@ def test_an_idle_cluster_adds_the_follower_round_trip_to_every_record(replicas):
                                atol=2e-6)
 
 
-def test_replication_costs_each_follower_an_append_and_the_leader_a_fetch():
+def test_replication_costs_each_follower_an_append_and_the_leader_a_fetch_twice():
     # per record: the produce request and the consumer's fetch at the leader (as without
-    # replication), and per follower a Fetch at the leader and an append on the follower,
-    # which add up to one more request's and record's cost
+    # replication), and per follower an append on the follower (the produce share of a
+    # request of one record) and, at the leader, a fetch's share twice: completing the
+    # parked Fetch with the record and handling the next Fetch, which carries none
+    share = CPU.fetch_share
     one = simulate_kafka(_case(CPU, interval_ms=25.0), 3)
     three = simulate_kafka(_case(_replicated(CPU, 3), interval_ms=25.0), 3)
-    assert three.broker_cpu_s == pytest.approx(3 * one.broker_cpu_s, rel=1e-9)
+    per_follower_us = (300 + 10) * (1 - share) + (300 + 10) * share + 300 * share
+    assert three.broker_cpu_s == pytest.approx(
+        one.broker_cpu_s + 2 * three.requests * per_follower_us * 1e-6, rel=1e-9)
 
 
 def test_a_follower_reads_the_appends_made_while_its_fetch_was_away_in_one_fetch():

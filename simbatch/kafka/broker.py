@@ -161,12 +161,10 @@ class BrokerConfig:
     def on(self) -> bool:
         return self.cores is not None
 
-    def stages_s(self, records: int, n_bytes: float, share: float = 1.0,
-                 request: bool = True) -> tuple[float, float]:
-        """(network-thread seconds, I/O-thread seconds) of ``share`` of a request's cost
-        (``request`` False: its records' and bytes' alone)."""
-        shared = (self.request_cpu_us * 1e-6 * request
-                  + self.byte_cpu_ns * 1e-9 * n_bytes) * share
+    def stages_s(self, records: int, n_bytes: float,
+                 share: float = 1.0) -> tuple[float, float]:
+        """(network-thread seconds, I/O-thread seconds) of ``share`` of a request's cost."""
+        shared = (self.request_cpu_us * 1e-6 + self.byte_cpu_ns * 1e-9 * n_bytes) * share
         network = self.network_share * shared
         return network, shared - network + self.record_cpu_us * 1e-6 * records * share
 
