@@ -99,11 +99,15 @@ def set_log_level(bootstrap: str, nodes: int, logger: str, level: str,
     --entity-type broker-loggers``)."""
     cp = os.pathsep.join(str(p) for p in sorted((libs or fetch()).glob("*.jar")))
     for node in range(1, nodes + 1):
-        done = subprocess.run(
-            [_java(), "-cp", cp, "kafka.admin.ConfigCommand", "--bootstrap-server",
-             bootstrap.split(",")[0], "--alter", "--entity-type", "broker-loggers",
-             "--entity-name", str(node), "--add-config", f"{logger}={level}"],
-            capture_output=True, text=True, timeout=120)
+        try:
+            done = subprocess.run(
+                [_java(), "-cp", cp, "kafka.admin.ConfigCommand", "--bootstrap-server",
+                 bootstrap.split(",")[0], "--alter", "--entity-type", "broker-loggers",
+                 "--entity-name", str(node), "--add-config", f"{logger}={level}"],
+                capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired as exc:
+            raise BrokerError(f"setting {logger} to {level} on node {node} at {bootstrap} "
+                              f"took over {exc.timeout:.0f} s") from exc
         if done.returncode != 0:
             raise BrokerError(f"setting {logger} to {level} on node {node} at {bootstrap} "
                               f"failed: {(done.stderr or done.stdout)[-1500:]}")
