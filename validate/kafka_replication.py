@@ -67,18 +67,20 @@ share, as the brokers' request log and CPU showed (``simbatch/kafka/replication.
 adds 0.1-0.2 ms at three replicas. Judged again (``--from-csv``) on the four sessions of the
 table whose runs were kept (rows 1, 2, 4 and 5), measured / predicted: sparse 2.21 / 2.25,
 2.08 / 2.38, 2.22 / 2.23, 2.34 / 2.24 ms; dense 12.34 / 11.27, 12.47 / 11.43, 12.13 / 11.27,
-13.04 / 11.31. The p99 at three replicas
-is missed: 1.2-2.9x the model's on the sparse configuration, 2-12x on the dense one, lowest
-after the longest warm-up (ten floods) but 109 ms after the compilers settled in another
-session. What holds it: sampled every 0.1 s over three runs of the dense configuration after
-the compilers had settled (2026-11-28: per thread from ``/proc``; p99 22, 35 and 107 ms), the
-windows whose messages took 30-126 ms are those in which one JVM's C2 compiler burst to
-0.3-0.8 cores, or G1's concurrent and worker threads ran (0.2-0.5 cores), with the machine at
-1.5-1.9 of its 2 vCPUs (the harness's own ~0.4-0.5 included); elsewhere it ran at 1.0-1.3
-and messages took 15-25 ms. The compilers still burst in every run after "settling" (which
-reads their CPU over a whole round), and the model's shared cores hold only the request
-stages (0.66 cores predicted for the three brokers): neither the compiler, the collector's
-concurrent threads nor the harness takes them.
+13.04 / 11.31.
+
+The p99 at three replicas is missed: 1.2-2.9x the model's on the sparse configuration, 2-12x
+on the dense one, lowest after the longest warm-up (ten floods) but 109 ms after the
+compilers settled in another session. What holds it: sampled every 0.1 s over three runs of
+the dense configuration after the compilers had settled (2026-11-28: per thread from
+``/proc``; p99 22, 35 and 107 ms), the windows whose messages took 30-126 ms are those in
+which one JVM's C2 compiler burst to 0.3-0.8 cores, or G1's concurrent and worker threads
+ran (0.2-0.5 cores), with the machine at 1.5-1.9 of its 2 vCPUs (the harness's own ~0.4-0.5
+included); elsewhere it ran at 1.0-1.3 and messages took 15-25 ms. The compilers still burst
+in every run after "settling" (which reads their CPU over a whole round), and the model's
+shared cores hold only the request stages (0.66 cores predicted for the three brokers then,
+0.79 with the woken Fetch's share): neither the compiler, the collector's concurrent threads
+nor the harness takes them.
 
 Since 2026-11-28's last CI run, the dense configuration at three replicas has missed its
 p50 in most sessions (16-32 ms against 11.2-11.5), some of its partitions committing
@@ -89,7 +91,7 @@ served), each waits at acks=all for the followers' next Fetch, and librdkafka se
 partition per request, 110-180 a second to each leader; when the followers' turns lengthen
 (1-3 ms) a leader's requests take as long as the time between them and its queue grows
 through the run. The model has these mechanisms and the same cliff, but its follower round
-is shorter than the real one (replication adds 0.9 ms to its requests, 1.6-2.2 ms to the
+is shorter than the real one (replication adds 1.0 ms to its requests, 1.6-2.2 ms to the
 brokers'), so it stays below it.
 
 The client's round trip and the consumer's fetch time (``validate.calibrate_kafka.fit``) are

@@ -39,7 +39,7 @@ What it showed (2026-11-29; ``python -m validate.kafka_request_log``, medians):
   per ProduceRequest (``simbatch/kafka/librdkafka.py``, L1), 110-180 requests/s to each
   leader, and the followers fetch once per produce request. At acks=all a request took
   2.1-2.7 ms at the leader (local 0.40-0.52, remote 1.09-1.49) against 0.40-0.51 at acks=1:
-  replication adds 1.6-2.2 ms, where the model's request (sent to acknowledged) is 0.9 ms
+  replication adds 1.6-2.2 ms, where the model's request (sent to acknowledged) is 1.0 ms
   longer at three replicas than at one. A follower's turn between a reply and its next
   Fetch was 0.31-0.69 ms. With 0.5-1.0 ms added to each follower round the model reads
   12.0-12.7 ms, the p50 of the runs that held (12.1-13.0; ``validate/kafka_replication.py``).
@@ -50,8 +50,8 @@ What it showed (2026-11-29; ``python -m validate.kafka_request_log``, medians):
   is closed), so once a leader's requests take longer on average than the time between
   them (250 ms windows with the requests' total time 0.83-1.01 of the window, their remote
   time up to 5-12 ms as the followers' turns lengthen to 1-3 ms) the queue only grows.
-  The model has each of these mechanisms, and the same cliff: with 3.5, 4 and 5 ms added to
-  each follower round its p50 reads 38, 76 and 257 ms (15.5 with 3 ms); its own round is too
+  The model has each of these mechanisms, and the same cliff: with 3.5 and 4 ms added to
+  each follower round its p50 reads 32 and 131 ms (15.7 with 3 ms); its own round is too
   short to get there.
 """
 

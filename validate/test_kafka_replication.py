@@ -49,9 +49,9 @@ def test_replication_is_measured(rows):
 # muted while one is served, and librdkafka sends one partition per request (110-180 a
 # second to each leader); in the slow runs the followers' turns lengthened to 1-3 ms, the
 # requests' remote time to 5-12 ms, and their total time filled 83-101 % of 250 ms windows,
-# so the queue only grew. The model has the same cliff (its p50 reads 38 ms with 3.5 ms added
-# to each follower round, 76 with 4) but its round is shorter than the brokers' (replication
-# adds 0.9 ms to its requests, 1.6-2.2 to theirs), so it predicts neither the slow mode nor,
+# so the queue only grew. The model has the same cliff (its p50 reads 32 ms with 3.5 ms added
+# to each follower round, 131 with 4) but its round is shorter than the brokers' (replication
+# adds 1.0 ms to its requests, 1.6-2.2 to theirs), so it predicts neither the slow mode nor,
 # in the runs that held, the last 1-1.5 ms.
 DENSE = pytest.mark.xfail(strict=False, reason="issue 14 open: on three local brokers the "
                           "producer's connection to one leader often saturates at "
