@@ -15,7 +15,8 @@ predicted with the broker's CPU, its costs those of ``models/kafka-broker-loopba
 run's ``CPU_FIT`` runs, and with the broker JVM's young collections fitted on the
 session's other librdkafka runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms
 where measured is under 20 ms) and on the broker JVM's measured CPU (25 %); a target that
-did not hold here would be marked xfail with its figures (``NOT_YET``: none today). The
+does not hold here is marked xfail with its figures (``NOT_YET``: the p99, since
+2026-11-29). The
 whole ladder, 250 to 2000 msg/s, is ``python -m validate.calibrate_kafka --configs`` with the
 ``-dense`` names.
 
@@ -124,7 +125,23 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 
 # Issue 14's targets that do not hold on this machine, with the figures measured (see the
 # module docstring of validate/calibrate_kafka.py for the mechanism looked for).
-NOT_YET: dict[tuple[str, str], str] = {}
+NOT_YET: dict[tuple[str, str], str] = {
+    ("linger10-p32-1000ps-dense", "p99"): "issue 14 open: the rung's p99 missed by -32 to +13 % "
+    "in CI and swings with the few young pauses CI's other runs hold (see comment): "
+    "17.82 ms measured against 12.18 on 2026-11-29 (CI 70), 22.45 against 16.77 (CI 66)",
+}
+# The rung's p99, back here on 2026-11-29 after six fresh-clone runs that day, measured /
+# predicted ms: 18.55 / 18.28, 22.45 / 16.77 (failed), 18.48 / 16.44, 17.21 / 12.27 (within
+# only by the 5 ms band under 20 ms), 13.64 / 15.36, 17.82 / 12.18 (failed). CI fits the
+# collector on the session's other runs, which held 3 young pauses each (5, 7, 7 ms; 5, 9,
+# 16; 5, 9, 9): one pause of 16 ms among them puts the prediction at 15.4, none above 9 at
+# 12.1-12.3. The model also carries a pause into the messages' latency less than the broker
+# does: on CI 68's runs it reads 12.86 with the rung's own pauses and Remarks, 13.85 with the
+# models file's 16 pauses pooled in and 11.82 with no collections, against 17.21 measured;
+# the broker's own produce requests (its request log, validate/kafka_request_log.py: three
+# runs of the rung) took at most 1.1-2.2 ms at p99, so ~4 ms of the messages' tail lies
+# between the client and the broker's reading of the request (the muted connection, the
+# client), where the log's whole-ms stamps cannot place it.
 # The rung's broker CPU was here until 2026-11-29, a non-strict xfail, with a strict 50 %
 # bound beside it. CI scales the models file's costs by one factor fitted on the session's
 # CPU_FIT runs (4 partitions), and the two configurations' CPU ratio moved from session to
@@ -140,11 +157,11 @@ NOT_YET: dict[tuple[str, str], str] = {}
 # harness started jstat before the feed and the model's young collections were fitted on the
 # session's other runs (2026-11-27); since, measured / predicted 18.6 / 17.8, 19.0 / 16.8 and
 # 18.6 / 16.7 ms in three CI sessions, within the band in all nine fresh-clone runs of
-# 2026-11-28 that measured it, and 17.29 / 17.47 in a session of this module alone: it is
-# judged like every other figure now. What the model still leaves out of that tail (messages
-# in flight over a collection's pause answered 1-10 ms beyond it, the measured pauses
-# aligned with -Xlog:safepoint; the model's within ~0.5 ms) is told in full in this table's
-# entry for it at commit c69e7b1.
+# 2026-11-28 that measured it, and 17.29 / 17.47 in a session of this module alone: it was
+# judged like every other figure from then until 2026-11-29 (above). What the model still
+# leaves out of that tail (messages in flight over a collection's pause answered 1-10 ms
+# beyond it, the measured pauses aligned with -Xlog:safepoint; the model's within ~0.5 ms)
+# is told in full in this table's entry for it at commit c69e7b1.
 
 
 def _cases():
