@@ -312,6 +312,12 @@ class Fitted:
     fetch_ms: float
     fetch_ratios: tuple[float, ...]
 
+    @classmethod
+    def from_model(cls, model: dict) -> Fitted:
+        """The fit a models/ file holds (its ``[producer]`` and ``[consumer]``, read)."""
+        return cls(model["producer"]["append_ms"], tuple(model["producer"]["append_ratios"]),
+                   model["consumer"]["fetch_ms"], tuple(model["consumer"]["fetch_ratios"]))
+
 
 def percentile(latency: np.ndarray, p: float) -> float:
     """The published rule: ``sorted[floor((n - 1) p)]``."""

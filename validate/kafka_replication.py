@@ -113,8 +113,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -127,6 +130,9 @@ from validate.calibrate_kafka import (
     run_percentile,
 )
 from validate.kafka_harness import HarnessConfig, HarnessError, read_csv, run, thread_usage
+
+if TYPE_CHECKING:
+    from validate.kafka_broker import KafkaBroker
 
 HERE = Path(__file__).resolve().parent
 BROKERS = 3
@@ -183,8 +189,6 @@ def measure(out_dir: Path, reps: int = REPS, names=tuple(CONFIGS),
     """Warm a fresh cluster up, then run every configuration ``reps`` times, interleaved,
     and again (:data:`NOISY_ROUNDS`) while one has fewer than ``reps`` quiet runs; returns
     ``{(name, replication): [the reps least noisy runs]}`` (each also in ``out_dir``)."""
-    from validate.kafka_broker import KafkaBroker
-
     out_dir.mkdir(parents=True, exist_ok=True)
     runs: dict[tuple[str, int], list[tuple[np.ndarray, Path]]] = {}
 
@@ -196,12 +200,7 @@ def measure(out_dir: Path, reps: int = REPS, names=tuple(CONFIGS),
             print(f"{name} rf{rf} run {rep}: p50 {np.nanmedian(rec['latency_s']) * 1e3:.2f} "
                   f"ms, noise {noise(rec):.2f}", file=sys.stderr)
 
-    with KafkaBroker(brokers=BROKERS) as cluster:
-        for w in range(warm_rounds):
-            rec = run(cluster.bootstrap, WARM)
-            print(f"warm-up {w}: p50 {np.nanmedian(rec['latency_s']) * 1e3:.0f} ms",
-                  file=sys.stderr)
-        settle(cluster.bootstrap, cluster.pids)
+    with warm_cluster(warm_rounds) as cluster:
         for rep in range(reps):
             for name in names:
                 round_of(name, rep)
@@ -212,6 +211,21 @@ def measure(out_dir: Path, reps: int = REPS, names=tuple(CONFIGS),
             for name in short:
                 round_of(name, reps + extra)
     return {key: _quietest(done, reps, out_dir) for key, done in runs.items()}
+
+
+@contextmanager
+def warm_cluster(warm_rounds: int = WARM_ROUNDS) -> Iterator[KafkaBroker]:
+    """A fresh local cluster of :data:`BROKERS`, warmed up (``warm_rounds`` of :data:`WARM`)
+    and settled (:func:`settle`), stopped on leaving (module docstring)."""
+    from validate.kafka_broker import KafkaBroker
+
+    with KafkaBroker(brokers=BROKERS) as cluster:
+        for w in range(warm_rounds):
+            rec = run(cluster.bootstrap, WARM)
+            print(f"warm-up {w}: p50 {np.nanmedian(rec['latency_s']) * 1e3:.0f} ms",
+                  file=sys.stderr)
+        settle(cluster.bootstrap, cluster.pids)
+        yield cluster
 
 
 def _quietest(done: list[tuple[np.ndarray, Path]], reps: int, out_dir: Path) -> list:
@@ -254,14 +268,10 @@ def measure_cpu(reps: int = 3, warm_rounds: int = WARM_ROUNDS) -> dict[int, list
     run of :data:`CPU_SIZES` messages, so the runs' set-up (the topic, the clients joining)
     and the JVMs' idle CPU over it drop out; on a fresh cluster warmed up and settled as
     :func:`measure` does, the sizes and replications interleaved."""
-    from validate.kafka_broker import KafkaBroker
     from validate.kafka_harness import process_cpu_s
 
     out: dict[int, list[float]] = {rf: [] for rf in REPLICATIONS}
-    with KafkaBroker(brokers=BROKERS) as cluster:
-        for _ in range(warm_rounds):
-            run(cluster.bootstrap, WARM)
-        settle(cluster.bootstrap, cluster.pids)
+    with warm_cluster(warm_rounds) as cluster:
         for rep in range(reps):
             for rf in REPLICATIONS:
                 cpu = []
@@ -286,9 +296,7 @@ def model_cpu(seeds: int = 3) -> dict[int, float]:
     from validate.calibrate_kafka import Fitted, model_case
 
     models = HERE.parent / "models"
-    loopback = tomllib.loads((models / "kafka-loopback.toml").read_text())
-    fitted = Fitted(loopback["producer"]["append_ms"], tuple(loopback["producer"]["append_ratios"]),
-                    loopback["consumer"]["fetch_ms"], tuple(loopback["consumer"]["fetch_ratios"]))
+    fitted = Fitted.from_model(tomllib.loads((models / "kafka-loopback.toml").read_text()))
     broker = {**(model_broker(models) or {}), "colocated": True}
     out = {}
     for rf in REPLICATIONS:

@@ -203,15 +203,12 @@ def measure(config: str, reps: int, warm_rounds: int) -> tuple[pd.DataFrame, lis
     """A fresh cluster of three brokers, warmed up and settled as validate/kafka_replication.py
     does; then ``config`` at replication 1 and 3, ``reps`` times, interleaved, with the
     request log on; returns the log read and a label per run (with its p50)."""
-    from validate.kafka_broker import KafkaBroker, set_log_level
+    from validate.kafka_broker import set_log_level
     from validate.kafka_harness import run
-    from validate.kafka_replication import BROKERS, WARM, config_of, settle
+    from validate.kafka_replication import BROKERS, config_of, warm_cluster
 
     labels = []
-    with KafkaBroker(brokers=BROKERS) as cluster:
-        for _ in range(warm_rounds):
-            run(cluster.bootstrap, WARM)
-        settle(cluster.bootstrap, cluster.pids)
+    with warm_cluster(warm_rounds) as cluster:
         set_log_level(cluster.bootstrap, BROKERS, LOGGER, "DEBUG")
         for rep in range(reps):
             for rf in (1, 3):

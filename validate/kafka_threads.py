@@ -93,8 +93,7 @@ def measure(settings: dict[str, tuple[int, int]], names: list[str], reps: int,
 
 def _model_inputs() -> tuple[Fitted, dict, dict | None]:
     m = tomllib.loads(model_path(MODELS, "librdkafka", None).read_text())
-    fitted = Fitted(m["producer"]["append_ms"], tuple(m["producer"]["append_ratios"]),
-                    m["consumer"]["fetch_ms"], tuple(m["consumer"]["fetch_ratios"]))
+    fitted = Fitted.from_model(m)
     broker = model_broker(MODELS)
     if broker is None:
         raise SystemExit(f"kafka_threads: error: no [broker] in {broker_model_path(MODELS)}")
