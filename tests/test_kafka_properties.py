@@ -143,7 +143,9 @@ def test_the_reorder_the_property_test_found_is_gone(semantics):
 def test_no_linger_exceeded_when_produce_never_blocks(linger, outer, n, gap, parts,
                                                       semantics, seed):
     # Produce never blocks (buffer far above n), one request in flight is never the
-    # bottleneck (append 0): then no message waits in the client longer than the linger.
+    # bottleneck (append 0): then no message waits in the client longer than the linger,
+    # librdkafka's under a millisecond more (its broker thread sleeps whole milliseconds,
+    # rounded up from its last pass before the linger's end: librdkafka.py, L9).
     case = KafkaCase(workload=KafkaWorkload(n_messages=n, interval_ms=gap, feed="poisson"),
                      outer=OuterBatcherConfig(linger_ms=outer, max_batch=10_000),
                      producer=KafkaProducerConfig(semantics=semantics, linger_ms=linger,
@@ -156,11 +158,12 @@ def test_no_linger_exceeded_when_produce_never_blocks(linger, outer, n, gap, par
     # batcher: every message is appended within linger of the latest publish before it.
     last_publish = np.maximum.accumulate(run.publish_s)
     outer_s = 0.0 if outer is None else outer / 1e3
-    horizon = last_publish[-1] + outer_s + linger / 1e3
+    wait_s = linger / 1e3 + (1e-3 if semantics == "librdkafka" else 0.0)
+    horizon = last_publish[-1] + outer_s + wait_s
     tick = 1e-6                                   # the clock counts whole microseconds
     assert (run.consume_s <= horizon + 2 * tick).all()
     if outer is None:
-        assert (run.latency_s <= linger / 1e3 + tick).all()
+        assert (run.latency_s <= wait_s + tick).all()
 
 
 @settings(max_examples=60, deadline=None, database=None)

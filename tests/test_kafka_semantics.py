@@ -57,6 +57,27 @@ def test_librdkafka_sends_each_partition_on_its_own_at_its_own_linger():
     assert ms(run.consume_s) == [102.0, 132.0]
 
 
+def test_librdkafka_s_broker_thread_sleeps_whole_milliseconds_from_its_last_pass():
+    # L9: messages at 0 and 0.3 ms open two partitions' queues, each waking the thread; its
+    # pass at 0.3 ms sleeps ceil(9.7 ms) = 10 ms, so partition 0's linger, over at 10 ms,
+    # is served at 10.3, together with partition 1's
+    _, req = _run("librdkafka", [0, 1], [0.3], 3, linger_ms=10, inflight=None)
+    assert ms(req.t_sent_s) == [10.3, 10.3]
+    # a whole millisecond apart, the sleep ends on the linger: on time
+    _, req = _run("librdkafka", [0, 1], [1.0], 3, linger_ms=10, inflight=None)
+    assert ms(req.t_sent_s) == [10.0, 11.0]
+
+
+def test_a_produce_or_a_response_wakes_librdkafka_s_broker_thread_early():
+    # L9, append 0.5 ms: messages at 0, 0.3 and 5 ms to three partitions. The first message
+    # of partition 2 wakes the thread at 5 ms: it sleeps 5 ms, to partition 0's linger at
+    # 10, on time. That pass sleeps ceil(0.3 ms) = 1 ms for partition 1's, over at 10.3, but
+    # the response at 10.5 wakes it first; the next response, at 11, re-anchors its sleep
+    # on partition 2's linger at 15
+    _, req = _run("librdkafka", [0, 1, 2], [0.3, 4.7], 3, linger_ms=10, append_ms=0.5)
+    assert ms(req.t_sent_s) == [10.0, 10.5, 15.0]
+
+
 @pytest.mark.parametrize("semantics", ["franz-go", "java"])
 def test_franz_go_and_java_drain_every_partition_when_one_is_ready(semantics):
     # the first partition's linger takes the second partition's record with it
