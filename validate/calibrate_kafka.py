@@ -140,7 +140,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from validate.kafka_harness import HarnessConfig, run, scheduled_gaps_s, undisturbed
+from validate.kafka_harness import (
+    STATS_MS,
+    HarnessConfig,
+    run,
+    scheduled_gaps_s,
+    undisturbed,
+)
 
 if TYPE_CHECKING:
     from validate.kafka_record_cost import Costs
@@ -715,6 +721,9 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
 
     cpu = brokers is not None
     figures: dict[str, list[float]] = {"p50": [], "p99": []}
+    client = cfg.client == "librdkafka"
+    if client:
+        figures["client_int_p50"], figures["client_int_p99"] = [], []
     if cpu:
         figures["broker_cpu"] = []
         figures["fetch_per_produce"] = []
@@ -731,6 +740,10 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
                                                for s in sims])))
         figures["p99"].append(float(np.median([percentile(s.latency_s[mask], 0.99)
                                                for s in sims])))
+        if client:
+            ints = np.array([internal_latency(s) for s in sims])
+            figures["client_int_p50"].append(float(np.median(ints[:, 0])))
+            figures["client_int_p99"].append(float(np.median(ints[:, 1])))
         if cpu:
             figures["broker_cpu"].append(float(np.median(
                 [ENGINE.run_metrics(s)["broker_cpu_cores"] for s in sims])))
@@ -742,6 +755,31 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     return {q: float(np.median(v)) for q, v in figures.items()}
 
 
+def internal_latency(sim) -> tuple[float, float]:
+    """The model's :func:`validate.kafka_harness.internal_latency`: each message's time from
+    Produce to its request (librdkafka writes the message set as it sends it), per window of
+    ``STATS_MS`` by that time, the windows' p50 and p99, and the median of each over windows
+    (seconds)."""
+    sent = np.asarray(sim.request_sent_s)[sim.request]
+    wait = sent - sim.produce_s
+    window = np.floor(sent / (STATS_MS / 1e3)).astype(np.int64)
+    order = np.argsort(window, kind="stable")
+    window, wait = window[order], wait[order]
+    cuts = np.flatnonzero(np.diff(window)) + 1
+    parts = np.split(wait, cuts)
+    return (float(np.median([np.percentile(w, 50) for w in parts])),
+            float(np.median([np.percentile(w, 99) for w in parts])))
+
+
+CLIENT_FIGURES = ("client_int_p50", "client_int_p99")
+"""What :func:`predict` reports of a librdkafka configuration's client (:func:`internal_latency`),
+beside the harness's ``client_int_p50_s`` and ``client_int_p99_s``: where the broker thread's
+whole-millisecond sleeps (``simbatch/kafka/librdkafka.py`` L9) show."""
+INT_LATENCY_BAND_S = 0.15e-3
+"""How far the predicted p50 of ``int_latency`` may be from the measured on the rung: the
+host's thread wake-up (~30-80 us here, ``[host] wake_us``), which the model leaves out, and
+librdkafka's histogram, which reads ~10 ms in steps of 64 us (measured 10.24 ms in every
+window of four runs, 2026-11-29). Without L9 the model reads 10.00."""
 GC_FIGURES = ("gc_youngs", "gc_remarks", "gc_alloc_mb")
 """What :func:`predict` reports of the model's collections for a CPU configuration (per run,
 median over runs; :class:`simbatch.kafka.engine.KafkaRun`), beside :func:`measured_gc`."""
@@ -948,12 +986,18 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
                     "broker_cpu": measured_cpu(m.runs)}
         fetch_ratio = pred.pop("fetch_per_produce", float("nan"))
+        client_int = tuple(pred.pop(k) for k in CLIENT_FIGURES if k in pred)
         gc_pred = [pred.pop(key) for key in GC_FIGURES if key in pred]
         for q in pred:
             rows.append({"config": name, "metric": q, "measured": measured[q],
                          "predicted": pred[q], "ok": within(pred[q], measured[q], name, q),
                          "fitted_on": name in FIT.values(),
                          "load": float(np.median([r["load_avg"][0] for r in m.runs]))})
+        if client_int:
+            rows[-1]["client_int"] = ((float(np.median([r["client_int_p50_s"][0]
+                                                        for r in m.runs])),
+                                       float(np.median([r["client_int_p99_s"][0]
+                                                        for r in m.runs]))), client_int)
         if "broker_cpu" in pred:     # not judged: what the CPU's fetch share rests on
             rows[-1]["fetch_per_produce"] = (float(np.median(
                 [r["fetch_requests"][0] / r["produce_requests"][0] for r in m.runs])),
@@ -974,8 +1018,14 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
     CPU and context switches per produce request (the consumer's fetches included) and the
     cores the request path, the JIT compiler, the garbage collector and the rest of the JVM
     kept busy, for the configuration and its paired fit runs; medians over runs. The model's
-    costs are fitted on the whole JVM (:func:`fit_broker`)."""
-    lines = [f"{r['config']}: Fetch per Produce measured {r['fetch_per_produce'][0]:.2f}, "
+    costs are fitted on the whole JVM (:func:`fit_broker`). First, per librdkafka
+    configuration, the client's own internal latency (:data:`CLIENT_FIGURES`)."""
+    lines = [f"{r['config']}: librdkafka int_latency (produce to message set; per "
+             f"{STATS_MS} ms window, median over windows) p50 measured {mc[0] * 1e3:.2f} ms, "
+             f"predicted {pc[0] * 1e3:.2f}; p99 measured {mc[1] * 1e3:.2f}, predicted "
+             f"{pc[1] * 1e3:.2f}"
+             for r in rows if "client_int" in r for mc, pc in [r["client_int"]]]
+    lines += [f"{r['config']}: Fetch per Produce measured {r['fetch_per_produce'][0]:.2f}, "
              f"predicted {r['fetch_per_produce'][1]:.2f}"
              for r in rows if "fetch_per_produce" in r]
     lines += [f"{r['config']}: per run, young collections measured {mg[0]:.1f}, predicted "

@@ -55,7 +55,12 @@ without the broker's pid or a JDK's ``jstat``); ``broker_data_cpu_s``, ``broker_
 and ``broker_gc_cpu_s``, the part of ``broker_cpu_s`` its request path, its JIT compiler and
 its garbage collector's threads took, and ``broker_data_switches``, the request path's
 context switches, ``broker_data_preempted`` the involuntary ones, and ``broker_data_runq_s``
-its threads' time runnable but waiting for a CPU (:func:`thread_usage`). Times are
+its threads' time runnable but waiting for a CPU (:func:`thread_usage`); and
+``client_int_p50_s`` and ``client_int_p99_s``, librdkafka's own ``int_latency`` (a message's
+time from ``produce()`` into its message set: its linger and the broker thread's wake-up,
+``simbatch/kafka/librdkafka.py`` L9) over the timed span: each statistics window's median and
+p99 (per broker, the producer's statistics every ``STATS_MS``), the median over windows (NaN
+for the Go and Java harnesses). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
 too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -105,7 +110,8 @@ COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
            "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s",
            "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s",
-           "broker_data_switches", "broker_data_preempted", "broker_data_runq_s")
+           "broker_data_switches", "broker_data_preempted", "broker_data_runq_s",
+           "client_int_p50_s", "client_int_p99_s")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -502,13 +508,20 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                 rec["partition"][i] = msg.partition()
                 consumed[0] += 1
 
+    windows: list[str] | None = None          # the producer's statistics over the timed span
+
+    def on_producer_stats(js: str) -> None:
+        stats["producer"] = js
+        if windows is not None:
+            windows.append(js)
+
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": config.linger_ms,
                          "batch.num.messages": config.batch_num_messages,
                          "batch.size": config.batch_size_bytes,
                          "acks": 1 if config.replication == 1 else -1,
                          "socket.nagle.disable": config.nagle_disable,
                          "statistics.interval.ms": STATS_MS,
-                         "stats_cb": lambda js: stats.__setitem__("producer", js)})
+                         "stats_cb": on_producer_stats})
     pad = b"x" * max(0, config.message_bytes - 12)
 
     def on_ack(err, msg):
@@ -568,6 +581,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     gc.disable()
     rec["load_avg"] = os.getloadavg()[0]
     requests0 = request_counts(stats)
+    windows = []
     heap.start_span()
     threads0 = thread_usage(broker_pid)
     cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
@@ -605,6 +619,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
         time.sleep(1.5 * STATS_MS / 1e3)         # the clients' statistics after the run
         rec["produce_requests"], rec["fetch_requests"] = np.subtract(request_counts(stats),
                                                                      requests0)
+        rec["client_int_p50_s"], rec["client_int_p99_s"] = internal_latency(windows)
     finally:
         heap.kill()
         if gc_was_enabled:
@@ -644,6 +659,23 @@ def request_counts(stats: dict[str, str]) -> tuple[float, float]:
         return float(sum(b.get("req", {}).get(request, 0) for b in brokers))
 
     return count("producer", "Produce"), count("consumer", "Fetch")
+
+
+def internal_latency(windows: list[str]) -> tuple[float, float]:
+    """librdkafka's ``int_latency`` (produce() to message set) over statistics windows (the
+    producer's JSON, one per ``STATS_MS``): the median over windows, and over brokers, of
+    each window's p50 and p99, in seconds; NaN without a window that made a message set.
+    librdkafka keeps it per broker and starts it anew each window (``rd_avg_rollover``)."""
+    p50, p99 = [], []
+    for js in windows:
+        for b in json.loads(js).get("brokers", {}).values():
+            lat = b.get("int_latency", {})
+            if b.get("nodeid", -1) >= 0 and lat.get("cnt", 0) > 0:
+                p50.append(lat["p50"] * 1e-6)
+                p99.append(lat["p99"] * 1e-6)
+    if not p50:
+        return float("nan"), float("nan")
+    return float(np.median(p50)), float(np.median(p99))
 
 
 def _stalls_per_message(rec: np.ndarray, stalls: list[tuple[float, float]]) -> np.ndarray:

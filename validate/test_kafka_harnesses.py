@@ -121,3 +121,23 @@ def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
                                          "data_switches": 0.0, "data_preempted": 0.0,
                                          "data_runq_s": 0.0}
     assert all(v != v for v in thread_usage(None).values())
+
+
+def test_the_clients_internal_latency_is_the_median_of_its_statistics_windows():
+    import json
+
+    from validate.kafka_harness import internal_latency
+
+    def window(*brokers):
+        return json.dumps({"brokers": {f"b{i}": b for i, b in enumerate(brokers)}})
+
+    def lat(p50_us, p99_us, cnt=5, nodeid=1):
+        return {"nodeid": nodeid, "int_latency": {"p50": p50_us, "p99": p99_us, "cnt": cnt}}
+
+    windows = [window(lat(10_240, 11_070)), window(lat(10_300, 12_100)),
+               window(lat(10_240, 11_130), lat(0, 0, cnt=0)),      # a broker with none
+               window(lat(0, 0, nodeid=-1)),                       # the bootstrap entry
+               window(lat(10_370, 16_270))]
+    assert internal_latency(windows) == pytest.approx((0.010270, 0.011615))
+    nan = internal_latency([window(lat(0, 0, cnt=0))])
+    assert all(v != v for v in nan) and all(v != v for v in internal_latency([]))
