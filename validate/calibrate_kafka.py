@@ -311,6 +311,13 @@ WARMUP = HarnessConfig(n_messages=8000, feed="poisson", interval_ms=0.5, linger_
 CPU_SETTLE_RUNS = 7
 
 
+def settle_cpu(bootstrap: str, broker_pid: int | None) -> None:
+    """:data:`CPU_SETTLE_RUNS` discarded runs of :data:`CPU_FIT`: the broker's CPU per
+    request past its first ~40 s of load, before any run whose CPU is fitted or judged."""
+    for _ in range(CPU_SETTLE_RUNS):
+        run(bootstrap, CONFIGS[CPU_FIT], broker_pid=broker_pid)
+
+
 @dataclass(frozen=True)
 class Fitted:
     append_ms: float
@@ -741,7 +748,7 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
         figures["p99"].append(float(np.median([percentile(s.latency_s[mask], 0.99)
                                                for s in sims])))
         if client:
-            ints = np.array([internal_latency(s) for s in sims])
+            ints = np.array([model_internal_latency(s) for s in sims])
             figures["client_int_p50"].append(float(np.median(ints[:, 0])))
             figures["client_int_p99"].append(float(np.median(ints[:, 1])))
         if cpu:
@@ -755,7 +762,7 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     return {q: float(np.median(v)) for q, v in figures.items()}
 
 
-def internal_latency(sim) -> tuple[float, float]:
+def model_internal_latency(sim) -> tuple[float, float]:
     """The model's :func:`validate.kafka_harness.internal_latency`: each message's time from
     Produce to its request (librdkafka writes the message set as it sends it), per window of
     ``STATS_MS`` by that time, the windows' p50 and p99, and the median of each over windows
@@ -772,9 +779,10 @@ def internal_latency(sim) -> tuple[float, float]:
 
 
 CLIENT_FIGURES = ("client_int_p50", "client_int_p99")
-"""What :func:`predict` reports of a librdkafka configuration's client (:func:`internal_latency`),
-beside the harness's ``client_int_p50_s`` and ``client_int_p99_s``: where the broker thread's
-whole-millisecond sleeps (``simbatch/kafka/librdkafka.py`` L9) show."""
+"""What :func:`predict` reports of a librdkafka configuration's client
+(:func:`model_internal_latency`), beside the harness's ``client_int_p50_s`` and
+``client_int_p99_s``: where the broker thread's whole-millisecond sleeps
+(``simbatch/kafka/librdkafka.py`` L9) show."""
 INT_LATENCY_BAND_S = 0.15e-3
 """How far the predicted p50 of ``int_latency`` may be from the measured on the rung: the
 host's thread wake-up (~30-80 us here, ``[host] wake_us``), which the model leaves out, and
@@ -886,8 +894,7 @@ def measure(bootstrap: str | None, out_dir: Path, repeats: int = REPEATS,
     def attempt(name):
         nonlocal settled
         if name in CPU_CONFIGS and not settled:
-            for _ in range(CPU_SETTLE_RUNS):
-                run(bootstrap, CONFIGS[CPU_FIT], **pid)
+            settle_cpu(bootstrap, broker_pid)
             settled = True
         fits = [run(bootstrap, CONFIGS[f], **pid) for f in fit_configs(name)]
         pairs[name].append((fits[0], run(bootstrap, CONFIGS[name], **pid),

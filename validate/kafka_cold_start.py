@@ -8,7 +8,7 @@ about as well (at the fit's first stage the residual varies by 3 % between 750 a
 and the replication suite's sparse predictions moved 0.44 ms with it.
 
 How: one local broker, warmed and settled as the calibration does (``WARMUP``, then
-``CPU_SETTLE_RUNS`` runs of ``CPU_FIT``); then, in interleaved rounds (each round walks the
+``settle_cpu``); then, in interleaved rounds (each round walks the
 gaps the other way from the round before), one run per gap of the librdkafka harness at
 linger 0 over one partition with a periodic feed: every message is its own produce request,
 answered before the next (its round trip is ~0.25 ms), and the consumer fetches it, so the
@@ -76,15 +76,14 @@ def run_path(out: Path, gap_ms: float, round_no: int) -> Path:
 
 def measure(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS) -> None:
     """Start a local broker, warm and settle it, and write one run per gap per round."""
-    from validate.calibrate_kafka import CONFIGS, CPU_FIT, CPU_SETTLE_RUNS, WARMUP
+    from validate.calibrate_kafka import WARMUP, settle_cpu
     from validate.kafka_broker import KafkaBroker
     from validate.kafka_harness import run
 
     out.mkdir(parents=True, exist_ok=True)
     with KafkaBroker() as broker:
         run(broker.bootstrap, WARMUP, None, broker.pid)
-        for _ in range(CPU_SETTLE_RUNS):
-            run(broker.bootstrap, CONFIGS[CPU_FIT], None, broker.pid)
+        settle_cpu(broker.bootstrap, broker.pid)
         for r in range(rounds):
             for gap in (gaps if r % 2 == 0 else gaps[::-1]):
                 run(broker.bootstrap, gap_config(gap), run_path(out, gap, r), broker.pid)

@@ -584,13 +584,13 @@ def test_the_broker_cpu_judged_leaves_out_the_jit_compilers_bursts():
 def test_the_model_s_internal_latency_is_taken_per_statistics_window():
     from types import SimpleNamespace
 
-    from validate.calibrate_kafka import internal_latency
+    from validate.calibrate_kafka import model_internal_latency
 
     # requests sent at 10 ms and 10.3 ms (window 0) and at 210 ms (window 1); messages
     # produced 10, 10 and 10.6 ms before theirs
     sim = SimpleNamespace(request_sent_s=np.array([0.010, 0.0103, 0.210]),
                           request=np.array([0, 1, 2]),
                           produce_s=np.array([0.0, 0.0003, 0.1994]))
-    p50, p99 = internal_latency(sim)
+    p50, p99 = model_internal_latency(sim)
     assert p50 == pytest.approx(np.median([0.010, 0.0106]))       # 10 ms and 10.6 ms
     assert p99 == pytest.approx(np.median([0.010, 0.0106]))
