@@ -82,6 +82,7 @@ def aggregatable_cases(draw, semantics: str):
                             record_cpu_us=draw(st.integers(0, 50)),
                             cold_us=draw(st.integers(0, 1000)),
                             cold_after_us=draw(st.sampled_from([100.0, 1000.0, 5000.0])),
+                            cold_ramp_us=draw(st.sampled_from([0.0, 6000.0])),
                             partition_fetch_us=draw(st.integers(0, 20))))
 
 

@@ -176,3 +176,20 @@ def test_the_consumer_reads_the_appends_made_while_its_fetch_was_away_in_one_fet
     expected = records + per_request * ((1 - share) * run.requests
                                         + share * run.broker_fetches)
     assert run.broker_cpu_s == pytest.approx(expected)
+
+
+def test_a_cold_start_grows_with_the_idle_time_over_its_ramp():
+    # measured (validate/kafka_cold_start.py): a request's extra CPU grows over milliseconds
+    # of idle time. 5 ms apart the broker idles 5 ms less the request's and its fetch's
+    # stages, w, and the cold share itself: s = (5000 - w - 1000) / (8000 + cold_us), paid
+    # by every request but the first (a whole one); 25 ms apart, every request pays it all
+    ramp = dataclasses.replace(COLD, cold_ramp_us=8000)
+    assert [ramp.cold_share(t) for t in (999.0, 5000.0, 9000.0, 1e9)] == [0.0, 0.5, 1.0, 1.0]
+    assert simulate_kafka(_case(ramp, interval_ms=25.0), 2).broker_cold_starts == 100
+    run = simulate_kafka(_case(ramp, interval_ms=5.0), 2)
+    warm = simulate_kafka(_case(dataclasses.replace(ramp, cold_us=0), interval_ms=5.0), 2)
+    w = warm.broker_cpu_s / 100 * 1e6
+    share = (5000 - w - ramp.cold_after_us) / (ramp.cold_ramp_us + ramp.cold_us)
+    assert run.broker_cold_starts == pytest.approx(1 + 99 * share, rel=0.01)
+    assert run.broker_cpu_s == pytest.approx(
+        warm.broker_cpu_s + run.broker_cold_starts * ramp.cold_us * 1e-6, rel=1e-3)

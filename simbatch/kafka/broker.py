@@ -35,9 +35,20 @@ thread.
 Cold starts. The broker's threads park when they have nothing to do (a request handler
 blocks in ``requestChannel.receiveRequest(300)``, ``KafkaRequestHandler.run``; a network
 thread in its selector's poll), and a stage that starts after the broker has run no request
-stage for longer than ``cold_after_us`` costs ``cold_us`` more: the wake-up, and caches
-the idle spell left to other processes (a hypothesis; what is measured is below; cf. ``[go]
-cold_ns``, simbatch/batching/gocpu.py).
+stage for a while costs more: the wake-up, and caches the idle spell left to other
+processes (a hypothesis; what is measured is below; cf. ``[go] cold_ns``,
+simbatch/batching/gocpu.py). How much grows with the idle time
+(:meth:`BrokerConfig.cold_share`): nothing up to ``cold_after_us``, then in step with the
+idle time, to all of ``cold_us`` ``cold_ramp_us`` later (a step at ``cold_after_us`` with
+no ramp). Measured on its own (``validate/kafka_cold_start.py``, 2026-11-29: linger 0, one
+partition, one request every 0.5 to 25 ms, periodic or Poisson), the request path's CPU
+per produce request grows from ~260-280 us at 0.5 ms between requests to ~650-800 us at
+10-25 ms: a ramp from ~1 ms of idle time to ~7 ms fits it (periodic; Poisson, slower), a
+step charges 1.4-2x between 1.5 and 5 ms. The local broker's file
+(``models/kafka-broker-loopback.toml``) keeps a step all the same: the calibration's ladder,
+whose whole-JVM CPU its costs are fitted on, fits a step better than that ramp, and the
+replication suite's predictions are worse with the ramp
+(``validate/calibrate_kafka.py``'s ``COLD_AFTER_GRID_US`` has the figures).
 Measured (``validate/calibrate_kafka.py``'s dense ladder, per thread from ``/proc``): the
 request path's CPU per produce request falls with the rate, from 764 to 373 us between 250
 and 2000 msg/s over 32 partitions, its context switches per request from 9.0 to 7.3 and its
@@ -146,6 +157,7 @@ class BrokerConfig:
     byte_cpu_ns: NonNeg = 0.0
     cold_us: NonNeg = 0.0
     cold_after_us: PosFloat = 1000.0
+    cold_ramp_us: NonNeg = 0.0
     partition_fetch_us: NonNeg = 0.0
     network_share: Annotated[Float, at.Ge(0), at.Le(1)] = 0.5
     fetch_share: Annotated[Float, at.Ge(0), at.Lt(1)] = 0.5
@@ -178,6 +190,22 @@ class BrokerConfig:
         """CPU seconds of the produce request alone (on the producer's connection)."""
         return self.service_s(records, n_bytes) * (1.0 - self.fetch_share)
 
+    def cold_share(self, idle_us: float) -> float:
+        """The share of ``cold_us`` a stage pays after ``idle_us`` with no request stage
+        running: none up to ``cold_after_us``, then growing in step with the idle time
+        over ``cold_ramp_us`` to all of it (a step at ``cold_after_us`` when the ramp is 0).
+
+        >>> cfg = BrokerConfig(cold_us=400, cold_after_us=500, cold_ramp_us=2000)
+        >>> [cfg.cold_share(t) for t in (400, 500, 1500, 2500, 9000)]
+        [0.0, 0.0, 0.5, 1.0, 1.0]
+        """
+        beyond = idle_us - self.cold_after_us
+        if beyond <= 0:
+            return 0.0
+        if beyond >= self.cold_ramp_us:
+            return 1.0
+        return beyond / self.cold_ramp_us
+
     def idle_produce_s(self, records: int, n_bytes: float) -> float:
         """Seconds the produce request alone takes at an idle, cold broker (its stages'
         CPU and one cold start): what the fitted round trip already holds."""
@@ -206,7 +234,7 @@ class Broker:
         self.turnaround = turnaround        # clock units: a reply's way back and the next's
         self.fetches = 0                    # the consumer's fetches served
         self.fetch_partitions = fetch_partitions   # partitions each fetch names
-        self.cold_starts = 0                # stages that found the broker cold
+        self.cold_starts = 0.0              # cold starts paid (a share counts its share)
         self._running = 0                   # request stages on a core now
         self._idle_since = -np.inf          # when the last one ended (clock units)
         self.gc = gc                        # young pauses freeze every stage (gc.py)
@@ -293,14 +321,16 @@ class Broker:
         threads.acquire(on_thread)
 
     def _cold(self) -> float:
-        """The extra time of a stage starting now: ``cold_us`` if no request stage has run
-        for longer than ``cold_after_us`` (module docstring), else 0."""
-        cfg = self.config
-        if self._running or self.env.now - self._idle_since <= cfg.cold_after_us:
+        """The extra time of a stage starting now: :meth:`BrokerConfig.cold_share` of
+        ``cold_us`` for the time no request stage has run (module docstring)."""
+        if self._running:
             return 0.0
-        self.cold_starts += 1
-        self.cpu_s += cfg.cold_us * 1e-6
-        return ticks(cfg.cold_us * 1e-6)
+        share = self.config.cold_share(self.env.now - self._idle_since)
+        if share == 0.0:
+            return 0.0
+        self.cold_starts += share
+        self.cpu_s += share * self.config.cold_us * 1e-6
+        return ticks(share * self.config.cold_us * 1e-6)
 
     def start_background(self, record_bytes: float) -> None:
         """Start the other load (module docstring), drawn from ``rng``."""

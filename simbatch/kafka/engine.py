@@ -135,7 +135,7 @@ class KafkaRun(Run):
     end_s: float = 0.0
     broker_cpu_s: float = float("nan")
     broker_fetches: int = 0
-    broker_cold_starts: int = 0
+    broker_cold_starts: float = 0.0
     replica_fetches: int = 0
     """The followers' Fetches that carried records (``[broker] replicas``; 0 without)."""
     gc_youngs: int = 0
@@ -452,7 +452,7 @@ class _Simulation:
             outer_flushes=self.flushes, requests=sum(c.requests for c in clients),
             end_s=float(end) * S_PER_TICK, broker_cpu_s=cpu,
             broker_fetches=sum(b.fetches for b in self.brokers) if self.brokers else 0,
-            broker_cold_starts=sum(b.cold_starts for b in self.brokers) if self.brokers else 0,
+            broker_cold_starts=sum(b.cold_starts for b in self.brokers) if self.brokers else 0.0,
             replica_fetches=sum(link.fetches for b in self.brokers or () for link in b.links),
             gc_youngs=sum(g.youngs for g in self.gcs or ()),
             gc_remarks=sum(g.remark_stops for g in self.gcs or ()),
