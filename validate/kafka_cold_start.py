@@ -1,6 +1,6 @@
 """The broker's CPU per produce request against the idle time between requests: what the
-model's cold start (``[broker] cold_us`` after ``cold_after_us`` idle, ``simbatch/kafka/
-broker.py``) stands for, measured on its own (issue 14).
+model's cold start (``[broker] cold_us``, growing from ``cold_after_us`` of idle time over
+``cold_ramp_us``, ``simbatch/kafka/broker.py``) stands for, measured on its own (issue 14).
 
 Why: the dense ladder's CPU does not pin ``cold_after_us``. Refitted with a small change of
 the client model (2026-11-29) it moved from 1000 to 750 us, a neighbour the ladder supports
@@ -18,23 +18,50 @@ idle CPU is as large as a slow run's requests, are left out) over the produce re
 librdkafka counted. Beside it, the model's broker (``models/kafka-broker-loopback.toml``) on
 the same runs.
 
-Measured (2026-11-29, two rounds each, request path per produce request, one Fetch each;
-this command, then a first script of the same design):
+Measured (2026-11-29, request path per produce request, one Fetch each, median and range
+over rounds; this command with three rounds, then with two, then a first script of the same
+design):
 
-| gap ms | measured us | the same, earlier | model us (cold starts per request) |
-|---:|---|---|---|
-| 0.5 | 268 (253-283) | 270-320 | 256 (0) |
-| 1 | 287 (277-298) | 295-313 | 256 (0) |
-| 1.5 | 303 (301-306) | 311-320 | 475 (0.5) |
-| 2 | 340 (294-387) | 361-373 | 694 (1) |
-| 3 | 355 (300-410) | 360-470 | 694 (1) |
-| 5 | 508 (417-600) | 533-567 | 694 (1) |
-| 10 | 638 (600-675) | 575-800 | 694 (1) |
-| 25 | 638 (550-725) | 700-850 | 694 (1) |
+| gap ms | measured us, 3 rounds | 2 rounds | the same, earlier | the step model us |
+|---:|---|---|---|---|
+| 0.5 | 284 (245-292) | 268 (253-283) | 270-320 | 256 |
+| 1 | 307 (274-310) | 287 (277-298) | 295-313 | 256 |
+| 1.5 | 280 (265-315) | 303 (301-306) | 311-320 | 475 |
+| 2 | 307 (301-307) | 340 (294-387) | 361-373 | 694 |
+| 3 | 400 (370-450) | 355 (300-410) | 360-470 | 694 |
+| 4 | 560 (547-600) | | | 694 |
+| 5 | 500 (467-601) | 508 (417-600) | 533-567 | 694 |
+| 7 | 584 (537-724) | | | 694 |
+| 10 | 650 (600-775) | 638 (600-675) | 575-800 | 694 |
+| 15 | 800 (600-875) | | | 694 |
+| 25 | 750 (625-925) | 638 (550-725) | 700-850 | 694 |
 
-The cost rises over milliseconds of idle time and reaches the model's cold start at ~10 ms;
-the model steps to it between 1.25 and 2 ms, so between 1.5 and 5 ms of idle time it charges
-1.4-2x what the broker spends. Not yet in the model (the step is fitted on the ladder).
+The cost rises over milliseconds of idle time; the step model (``cold_us`` after
+``cold_after_us`` = 1 ms, no ramp) charges it all from ~1.5 ms on, 1.4-2x what the broker
+spends between 1.5 and 5 ms. :func:`fit_shape` on the five periodic rounds together: a ramp
+from 1 ms of idle time, in full at 7 ms (8.7 % RMS over gaps; the best step, at 2 ms,
+19.2 %); on each session alone, from 1.5 ms to 7.5 ms (9.1 %, step 19.7 %) and from 0.75 ms
+to 6.75 ms (3.8 %, step 20.6 %). Where it starts is loosely held (250-1500 us within 0.5
+points); where it ends, 7-9 ms in every fit within 0.5 points of the best.
+
+The same ramp, two more sessions the same day (two rounds each):
+
+- beside a memory-bound load (a process copying 32 MB arrays 2 ms of every 4, on the other
+  vCPU): 235 us per request at 0.5 ms, 446 at 3, 654 at 7, 775-850 at 10-25; best from
+  0.25 to 8.25 ms (7.0 %, step 22.9 %), a cold start 541 us on the request path, against 420
+  without the load;
+- a Poisson feed (``--feed poisson``, gaps the mean): 260 at 0.5, 356 at 3, 480 at 7, 575 at
+  10, 712 at 25; best from 0.25 to 16.25 ms (4.0 %, step 12.8 %): idle spells of every
+  length, each paying its own share.
+
+Not in ``models/kafka-broker-loopback.toml``. Its costs are fitted on the calibration's
+ladder (the whole JVM, 1-32 partitions, linger 10-100 ms, Poisson feeds), which fits a step
+better than the ramp (``validate/calibrate_kafka.py``'s ``COLD_AFTER_GRID_US``); and the
+request path's CPU at one configuration differs between sessions by more than the ramp
+moves it: 4 partitions at linger 10 ms and 1000 msg/s (the ladder's ``CPU_FIT``, ~290
+requests/s) read 365-455 us per produce request on a fresh broker in three rounds here, and
+603-709 in the ladder's session of 2026-11-28; one partition at linger 0 at the same request
+rate, 352-443.
 
 ``python -m validate.kafka_cold_start [--rounds N] [--gaps MS ...] [--out DIR]`` (each run's
 per-message CSV goes to ``DIR/gap<ms>-r<round>.csv``); ``--from-csv`` reports on a
@@ -47,6 +74,7 @@ import argparse
 import re
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,21 +88,25 @@ GAPS_MS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 25.0)
 RUN_S = 3.0
 """Each run's length (s) where it holds at least ``MIN_MESSAGES`` (at most 4,000 messages)."""
 MIN_MESSAGES = 400
-_NAME = re.compile(r"gap([0-9.]+)-r([0-9]+)\.csv$")
+_NAME = re.compile(r"(?:^|/)(poisson-)?gap([0-9.]+)-r([0-9]+)\.csv$")
+FEEDS = ("periodic", "poisson")
+"""The feeds a run may have: a message every gap, or Poisson arrivals at that mean gap."""
 
 
-def gap_config(gap_ms: float) -> HarnessConfig:
-    """One run at ``gap_ms``: linger 0, one partition, a periodic feed."""
+def gap_config(gap_ms: float, feed: str = "periodic") -> HarnessConfig:
+    """One run at ``gap_ms``: linger 0, one partition, a ``feed`` (:data:`FEEDS`)."""
     n = int(min(4000, max(MIN_MESSAGES, RUN_S * 1e3 / gap_ms)))
-    return HarnessConfig(n_messages=n, feed="periodic", interval_ms=gap_ms, linger_ms=0,
+    return HarnessConfig(n_messages=n, feed=feed, interval_ms=gap_ms, linger_ms=0,
                          n_partitions=1, label=f"gap{gap_ms:g}")
 
 
-def run_path(out: Path, gap_ms: float, round_no: int) -> Path:
-    return out / f"gap{gap_ms:g}-r{round_no}.csv"
+def run_path(out: Path, gap_ms: float, round_no: int, feed: str = "periodic") -> Path:
+    prefix = "" if feed == "periodic" else f"{feed}-"
+    return out / f"{prefix}gap{gap_ms:g}-r{round_no}.csv"
 
 
-def measure(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS) -> None:
+def measure(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS,
+            feed: str = "periodic") -> None:
     """Start a local broker, warm and settle it, and write one run per gap per round."""
     from validate.calibrate_kafka import WARMUP, settle_cpu
     from validate.kafka_broker import KafkaBroker
@@ -86,47 +118,110 @@ def measure(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS) -> No
         settle_cpu(broker.bootstrap, broker.pid)
         for r in range(rounds):
             for gap in (gaps if r % 2 == 0 else gaps[::-1]):
-                run(broker.bootstrap, gap_config(gap), run_path(out, gap, r), broker.pid)
+                run(broker.bootstrap, gap_config(gap, feed), run_path(out, gap, r, feed),
+                    broker.pid)
                 print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
 
 
 def read_runs(out: Path) -> pd.DataFrame:
-    """Per run in ``out``: its gap, round, produce requests and the request path's CPU per
-    request (us)."""
+    """Per run in ``out``: its feed, gap, round, produce requests and the request path's CPU
+    per request (us)."""
     rows = []
-    for path in sorted(out.glob("gap*-r*.csv")):
+    for path in sorted(out.glob("*gap*-r*.csv")):
         m = _NAME.search(path.name)
         if m is None:
             continue
         rec = read_csv(path)
         requests = float(rec["produce_requests"][0])
-        rows.append({"gap_ms": float(m[1]), "round": int(m[2]), "requests": requests,
+        rows.append({"feed": "poisson" if m[1] else "periodic", "gap_ms": float(m[2]),
+                     "round": int(m[3]), "requests": requests,
                      "us_per_request": float(rec["broker_data_cpu_s"][0]) / requests * 1e6})
     if not rows:
-        raise HarnessError(f"no runs (gap<ms>-r<round>.csv) in {out}")
+        raise HarnessError(f"no runs ([poisson-]gap<ms>-r<round>.csv) in {out}")
     return pd.DataFrame(rows)
 
 
-def model_per_request(gap_ms: float, broker: dict) -> tuple[float, float]:
+def model_per_request(gap_ms: float, broker: dict,
+                      feed: str = "periodic") -> tuple[float, float]:
     """The model's broker CPU per produce request (us) and cold starts per request, for the
-    run at ``gap_ms`` with ``broker``'s costs."""
+    run at ``gap_ms`` (``feed``) with ``broker``'s costs."""
     from simbatch.kafka import simulate
     from validate.calibrate_kafka import Fitted, model_case
 
     model = tomllib.loads((HERE.parent / "models" / "kafka-loopback.toml").read_text())
-    cfg = gap_config(gap_ms)
+    cfg = gap_config(gap_ms, feed)
     sim = simulate(model_case(cfg.label, cfg, Fitted.from_model(model), broker), 1)
     return sim.broker_cpu_s / sim.requests * 1e6, sim.broker_cold_starts / sim.requests
 
 
+AFTER_GRID_US = (250.0, 500.0, 750.0, 1000.0, 1500.0, 2000.0)
+"""The ``cold_after_us`` tried by :func:`fit_shape`."""
+RAMP_GRID_US = (0.0, 2000.0, 4000.0, 6000.0, 8000.0, 10000.0, 12000.0, 16000.0)
+"""The ``cold_ramp_us`` tried by :func:`fit_shape` (0: the step the model had before)."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A cold start's growth with idle time fitted on the runs (:func:`fit_shape`): the
+    model's cold starts per request at each gap (``cold``) against the measured median,
+    ``warm_us + cold_us x cold``, with its relative residual (RMS over gaps)."""
+
+    cold_after_us: float
+    cold_ramp_us: float
+    warm_us: float
+    cold_us: float
+    rms: float
+    cold: tuple[float, ...]
+
+
+def fit_shape(runs: pd.DataFrame, broker: dict,
+              afters: tuple[float, ...] = AFTER_GRID_US,
+              ramps: tuple[float, ...] = RAMP_GRID_US) -> list[Shape]:
+    """Every shape of the grid fitted on ``runs`` (the measured median per gap), best first:
+    for each, the model's broker (``broker``'s costs, the shape's growth) gives the cold
+    starts per request at each gap, and a least-squares line gives a warm request's CPU and a
+    cold start's from them (the request path's, not the whole JVM's the ladder fits: so the
+    shape is what this measurement gives, the costs the ladder's)."""
+    medians = runs.groupby(["feed", "gap_ms"])["us_per_request"].median()
+    y = medians.to_numpy()
+    out = []
+    for after in afters:
+        for ramp in ramps:
+            at = {**broker, "cold_after_us": after, "cold_ramp_us": ramp}
+            x = np.array([model_per_request(float(g), at, feed)[1]
+                          for feed, g in medians.index])
+            a = np.c_[np.ones_like(x), x]
+            (warm, cold), *_ = np.linalg.lstsq(a, y, rcond=None)
+            rms = float(np.sqrt(np.mean(((y - a @ np.array([warm, cold])) / y) ** 2)))
+            out.append(Shape(after, ramp, float(warm), float(cold), rms,
+                             tuple(float(v) for v in x)))
+    return sorted(out, key=lambda f: f.rms)
+
+
+def shape_report(shapes: list[Shape], step: Shape | None = None) -> str:
+    """The best shapes (:func:`fit_shape`) and the best step, as lines."""
+    best = shapes[0]
+    step = step or min((f for f in shapes if f.cold_ramp_us == 0), key=lambda f: f.rms,
+                       default=None)
+    lines = [f"cold start's growth, best: from {best.cold_after_us:.0f} us idle, in full "
+             f"{best.cold_after_us + best.cold_ramp_us:.0f} us (a warm request "
+             f"{best.warm_us:.0f} us, a cold start {best.cold_us:.0f} us more on the request "
+             f"path; {best.rms:.1%} RMS over gaps)"]
+    lines += [f"  next: from {f.cold_after_us:.0f}, in full {f.cold_after_us + f.cold_ramp_us:.0f}"
+              f" us ({f.rms:.1%})" for f in shapes[1:4]]
+    if step is not None:
+        lines.append(f"  best step (ramp 0): at {step.cold_after_us:.0f} us ({step.rms:.1%})")
+    return "\n".join(lines)
+
+
 def report(runs: pd.DataFrame, broker: dict) -> str:
     """Measured (median and range over rounds) beside the model, per gap, as Markdown."""
-    lines = ["| gap ms | runs | measured us per request | model us per request | "
-             "model cold starts per request |", "|---:|---:|---|---:|---:|"]
-    for gap, g in runs.groupby("gap_ms"):
+    lines = ["| feed | gap ms | runs | measured us per request | model us per request | "
+             "model cold starts per request |", "|---|---:|---:|---|---:|---:|"]
+    for (feed, gap), g in runs.groupby(["feed", "gap_ms"]):
         us = g["us_per_request"].to_numpy()
-        model, cold = model_per_request(float(gap), broker)
-        lines.append(f"| {gap:g} | {len(g)} | {np.median(us):.0f} ({us.min():.0f}-"
+        model, cold = model_per_request(float(gap), broker, str(feed))
+        lines.append(f"| {feed} | {gap:g} | {len(g)} | {np.median(us):.0f} ({us.min():.0f}-"
                      f"{us.max():.0f}) | {model:.0f} | {cold:.2f} |")
     return "\n".join(lines)
 
@@ -137,6 +232,8 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--feed", choices=FEEDS, default="periodic",
+                        help="a message every gap, or Poisson arrivals at that mean gap")
     parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS_MS))
     parser.add_argument("--out", default="kafka-cold-start")
     parser.add_argument("--from-csv", action="store_true",
@@ -149,8 +246,10 @@ def main() -> None:
     broker = model_broker(HERE.parent / "models")
     try:
         if not args.from_csv:
-            measure(out, args.rounds, tuple(args.gaps))
-        print(report(read_runs(out), broker or {}))
+            measure(out, args.rounds, tuple(args.gaps), args.feed)
+        runs = read_runs(out)
+        print(report(runs, broker or {}))
+        print(shape_report(fit_shape(runs, broker or {})))
     except (HarnessError, BrokerError) as exc:
         print(f"kafka_cold_start: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -337,9 +337,12 @@ def test_dense_multi_partition_configurations_are_judged_by_issue_14s_tolerance(
     assert not within(0.0576, 0.050, sparse) and within(0.0574, 0.050, sparse)  # 15 %
 
 
-TRUTH = (150.0, 400.0, 6.0, 3.0, 1000.0)
+TRUTH = (150.0, 400.0, 6.0, 3.0, 1000.0, 0.0)
 """Broker costs for synthetic runs: request unit, cold start, partition fetched, record (us),
-and ``cold_after_us``."""
+and the cold start's growth (``cold_after_us``, ``cold_ramp_us``: a step, as the ladder's fit
+tries)."""
+N_COSTS = 4
+"""How many of :data:`TRUTH` are costs (the rest is the cold start's growth)."""
 LADDER = ("linger10-p8-500ps-dense", "linger10-p32-250ps-dense", "linger10-p32-2000ps-dense")
 
 
@@ -352,15 +355,13 @@ def _synthetic_samples(costs=TRUTH, configs=LADDER + ("linger100-p8-2000ps-dense
     out = []
     for name in (FIT["librdkafka"], CPU_FIT, *configs):
         sample = CpuSample(name, 0.0, 0.05, fitted, 0)
-        sample.work = float(sample.served(costs) @ np.array(costs[:-1])) * 1e-6
+        sample.work = float(sample.served(costs) @ np.array(costs[:N_COSTS])) * 1e-6
         out.append(sample)
     return out
 
 
 def _costs(broker):
-    from validate.calibrate_kafka import COSTS
-
-    return tuple(broker[k] for k in (*COSTS, "cold_after_us"))
+    return tuple(broker[k] for k in _keys())
 
 
 def test_the_broker_costs_fitted_on_runs_give_back_their_cpu():
@@ -372,11 +373,24 @@ def test_the_broker_costs_fitted_on_runs_give_back_their_cpu():
     samples = _synthetic_samples()
     broker = fit_broker(samples, record_cpu_us=TRUTH[3])
     assert broker["idle_cores"] == 0.05 and broker["cores"] >= 1
-    assert broker["cold_after_us"] == TRUTH[-1]
-    assert _costs(broker)[:-1] == pytest.approx(TRUTH[:-1], rel=0.2)
+    assert _costs(broker)[N_COSTS:] == TRUTH[N_COSTS:]
+    assert _costs(broker)[:N_COSTS] == pytest.approx(TRUTH[:N_COSTS], rel=0.2)
     for s in samples:
-        got = float(s.served(_costs(broker)) @ np.array(_costs(broker)[:-1])) * 1e-6
+        got = float(s.served(_costs(broker)) @ np.array(_costs(broker)[:N_COSTS])) * 1e-6
         assert got == pytest.approx(s.work, rel=0.05), s.config
+
+
+def test_a_models_files_ramp_is_kept_when_its_costs_are_scaled():
+    # a user's file whose cold start grows over a ramp (as validate/kafka_cold_start.py
+    # measured): a small session scales its costs and keeps its growth
+    from validate.calibrate_kafka import CPU_FIT, fit_broker
+
+    truth = (*TRUTH[:N_COSTS], 1000.0, 6000.0)
+    samples = [s for s in _synthetic_samples(costs=truth)
+               if s.config in (FIT["librdkafka"], CPU_FIT)]
+    half = dict(zip(_keys(), (*(c / 2 for c in truth[:N_COSTS]), *truth[N_COSTS:]),
+                    strict=True))
+    assert _costs(fit_broker(samples, half)) == pytest.approx(truth, rel=0.02)
 
 
 def test_a_small_session_scales_the_models_files_costs():
@@ -385,7 +399,8 @@ def test_a_small_session_scales_the_models_files_costs():
     from validate.calibrate_kafka import CPU_FIT, fit_broker
 
     samples = [s for s in _synthetic_samples() if s.config in (FIT["librdkafka"], CPU_FIT)]
-    half = dict(zip(_keys(), (*(c / 2 for c in TRUTH[:-1]), TRUTH[-1]), strict=True))
+    half = dict(zip(_keys(), (*(c / 2 for c in TRUTH[:N_COSTS]), *TRUTH[N_COSTS:]),
+                    strict=True))
     assert _costs(fit_broker(samples, half)) == pytest.approx(TRUTH, rel=0.02)
 
 
@@ -395,20 +410,20 @@ def test_a_rung_is_predicted_from_the_other_runs_or_the_models_file():
     # 32-partition rung leaves both counts, and is fitted on the session's own runs
     from validate.calibrate_kafka import held_out_broker, separable
 
-    samples = _synthetic_samples(costs=(*TRUTH[:3], 0.0, TRUTH[4]), configs=LADDER)
-    shape = dict(zip(_keys(), (100.0, 100.0, 1.0, 1.0, 500.0), strict=True))
+    samples = _synthetic_samples(costs=(*TRUTH[:3], 0.0, *TRUTH[N_COSTS:]), configs=LADDER)
+    shape = dict(zip(_keys(), (100.0, 100.0, 1.0, 1.0, 500.0, 0.0), strict=True))
     eight = held_out_broker(samples, "linger10-p8-500ps-dense", shape)
     assert eight["cold_after_us"] == 500.0
     assert eight["cold_us"] / eight["request_cpu_us"] == pytest.approx(1.0, rel=0.02)
     assert separable([s for s in samples if s.config != "linger10-p32-250ps-dense"])
     own = held_out_broker(samples, "linger10-p32-250ps-dense", shape)
-    assert own["cold_after_us"] == TRUTH[-1]
+    assert _costs(own)[N_COSTS:] == TRUTH[N_COSTS:]
 
 
 def _keys():
-    from validate.calibrate_kafka import COSTS
+    from validate.calibrate_kafka import COSTS, SHAPE
 
-    return (*COSTS, "cold_after_us")
+    return (*COSTS, *SHAPE)
 
 
 def test_a_records_cost_is_given_to_the_ladders_fit_not_fitted_on_it():
@@ -418,8 +433,8 @@ def test_a_records_cost_is_given_to_the_ladders_fit_not_fitted_on_it():
     from validate.calibrate_kafka import fit_broker
 
     samples = _synthetic_samples()
-    assert _costs(fit_broker(samples, record_cpu_us=TRUTH[3]))[:-1] == pytest.approx(
-        TRUTH[:-1], rel=0.2)
+    assert _costs(fit_broker(samples, record_cpu_us=TRUTH[3]))[:N_COSTS] == pytest.approx(
+        TRUTH[:N_COSTS], rel=0.2)
     folded = fit_broker(samples)             # given none: the records' CPU lands elsewhere
     assert folded["record_cpu_us"] == 0.0
     assert folded["request_cpu_us"] > TRUTH[0]

@@ -9,11 +9,13 @@ import pytest
 from validate.calibrate_kafka import model_broker
 from validate.kafka_cold_start import (
     HERE,
+    fit_shape,
     gap_config,
     model_per_request,
     read_runs,
     report,
     run_path,
+    shape_report,
 )
 from validate.kafka_harness import COLUMNS, HarnessError, write_csv
 
@@ -30,10 +32,12 @@ def _run(path, requests: float, data_cpu_s: float) -> None:
 def test_each_run_gives_the_request_path_s_cpu_per_request(tmp_path):
     _run(run_path(tmp_path, 0.5, 0), 4000, 1.2)
     _run(run_path(tmp_path, 25.0, 1), 400, 0.32)
+    _run(run_path(tmp_path, 5.0, 0, "poisson"), 600, 0.3)
     (tmp_path / "notes.csv").write_text("not a run\n")
     runs = read_runs(tmp_path).sort_values("gap_ms")
-    assert runs.gap_ms.tolist() == [0.5, 25.0] and runs["round"].tolist() == [0, 1]
-    assert runs.us_per_request.tolist() == pytest.approx([300.0, 800.0])
+    assert runs.gap_ms.tolist() == [0.5, 5.0, 25.0] and runs["round"].tolist() == [0, 0, 1]
+    assert runs.feed.tolist() == ["periodic", "poisson", "periodic"]
+    assert runs.us_per_request.tolist() == pytest.approx([300.0, 500.0, 800.0])
 
 
 def test_a_directory_without_runs_is_refused_with_its_path(tmp_path):
@@ -46,22 +50,46 @@ def test_a_run_is_one_request_per_message_at_its_gap_for_about_three_seconds():
     assert (short.linger_ms, short.n_partitions, short.feed) == (0, 1, "periodic")
     assert short.n_messages == 4000 and gap_config(1.0).n_messages == 3000
     assert long.n_messages == 400 and long.interval_ms == 25.0
+    assert gap_config(5.0, "poisson").feed == "poisson"
 
 
-def test_the_model_s_broker_starts_cold_once_it_idled_past_cold_after():
-    # what the measurement is set against: one cold start per request once the gap leaves
-    # the broker idle longer than cold_after_us, none below
+def test_the_model_s_broker_pays_a_cold_start_by_its_growth():
+    # what the measurement is set against: the shipped step pays a whole cold start per
+    # request once the gap leaves the broker idle past cold_after_us; the measured ramp
+    # (from 1 ms, in full at 7) a share of one between, none at 0.5 ms and all at 25 ms
     assert BROKER is not None
-    warm, warm_cold = model_per_request(0.5, BROKER)
-    cold, cold_cold = model_per_request(3.0, BROKER)
+    ramp = {**BROKER, "cold_after_us": 1000.0, "cold_ramp_us": 6000.0}
+    warm, warm_cold = model_per_request(0.5, ramp)
+    cold, cold_cold = model_per_request(25.0, ramp)
     assert warm_cold == pytest.approx(0.0, abs=0.01)      # the run's first request
+    assert 0.2 < model_per_request(4.0, ramp)[1] < 0.8
     assert cold_cold == pytest.approx(1.0, abs=0.01)
     assert cold - warm == pytest.approx(BROKER["cold_us"], rel=0.1)
+    assert BROKER.get("cold_ramp_us", 0.0) == 0.0
+    assert model_per_request(3.0, BROKER)[1] == pytest.approx(1.0, abs=0.01)
 
 
 def test_the_report_puts_each_gap_s_rounds_beside_the_model(tmp_path):
     for r, cpu in enumerate((1.0, 1.2)):
         _run(run_path(tmp_path, 0.5, r), 4000, cpu)
     text = report(read_runs(tmp_path), BROKER)
-    row = next(line for line in text.splitlines() if line.startswith("| 0.5 |"))
-    assert row.startswith("| 0.5 | 2 | 275 (250-300) | ")
+    row = next(line for line in text.splitlines() if line.startswith("| periodic | 0.5 |"))
+    assert row.startswith("| periodic | 0.5 | 2 | 275 (250-300) | ")
+
+
+def test_the_cold_start_s_growth_is_fitted_on_the_runs(tmp_path):
+    # runs whose request path spent 280 us warm plus 360 us per cold start of the model's
+    # broker at a ramp from 500 us over 4,000: the grid's best shape is that one, with those
+    # costs, and the best step is worse
+    truth = {**BROKER, "cold_after_us": 500.0, "cold_ramp_us": 4000.0}
+    for gap in (1.0, 2.0, 5.0, 10.0):
+        cold = model_per_request(gap, truth)[1]
+        _run(run_path(tmp_path, gap, 0), 1000, (280 + 360 * cold) * 1000 * 1e-6)
+    shapes = fit_shape(read_runs(tmp_path), BROKER, (500.0, 1000.0), (0.0, 4000.0))
+    best = shapes[0]
+    assert (best.cold_after_us, best.cold_ramp_us) == (500.0, 4000.0)
+    assert (best.warm_us, best.cold_us) == pytest.approx((280.0, 360.0), rel=1e-4)
+    assert best.rms < 1e-6 and min(f.rms for f in shapes[1:]) > 0.01
+    text = shape_report(shapes)
+    assert text.startswith("cold start's growth, best: from 500 us idle, in full 4500 us")
+    assert "best step (ramp 0)" in text
