@@ -69,6 +69,23 @@ def test_replication_costs_each_follower_an_append_and_the_leader_a_fetch_twice(
         one.broker_cpu_s + 2 * three.requests * per_follower_us * 1e-6, rel=1e-9)
 
 
+@pytest.mark.parametrize("follower_cold_us", [None, 400.0, 150.0, 0.0])
+def test_a_follower_s_append_after_an_idle_spell_pays_its_own_cold_start(follower_cold_us):
+    # 25 ms apart every stage finds its broker idle: the leader's produce request pays
+    # cold_us (400), each follower's append follower_cold_us (its fetcher thread waking;
+    # None: cold_us), and the stages that follow within the round run warm. So each record
+    # waits, and each follower's CPU grows, by follower_cold_us beyond a warm follower's
+    warm = dataclasses.replace(CPU, cold_us=400.0, replicas=3)
+    case = _case(dataclasses.replace(warm, follower_cold_us=0.0), interval_ms=25.0)
+    base = simulate_kafka(case, 3)
+    run = simulate_kafka(dataclasses.replace(
+        case, broker=dataclasses.replace(warm, follower_cold_us=follower_cold_us)), 3)
+    paid = 400.0 if follower_cold_us is None else follower_cold_us
+    np.testing.assert_allclose(run.latency_s - base.latency_s, paid * 1e-6, atol=2e-6)
+    assert run.broker_cpu_s == pytest.approx(base.broker_cpu_s
+                                             + 2 * run.requests * paid * 1e-6, rel=1e-9)
+
+
 def test_a_follower_reads_the_appends_made_while_its_fetch_was_away_in_one_fetch():
     # 25 ms apart, each append has a Fetch of its own per follower. A connection is muted
     # until its response is sent, at commit, so one producer's requests reach the leader one

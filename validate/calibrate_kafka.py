@@ -1223,6 +1223,11 @@ def fitted_broker(results: dict[str, Measured], design: Costs | None,
              "# and the neighbours, whose load is no reservation (background_cores 0; see the "
              "module docstring)."]
     broker["byte_cpu_ns"] = 0.0
+    if shape is not None and shape.get("follower_cold_us") is not None:
+        # a single broker's ladder has no followers: their cold start is measured apart
+        broker["follower_cold_us"] = float(shape["follower_cold_us"])
+        notes.append("# follower_cold_us: the models/ file's, measured by python -m "
+                      "validate.kafka_cold_start --replicas 3 --write-model.")
     return broker, notes
 
 

@@ -63,7 +63,22 @@ requests/s) read 365-455 us per produce request on a fresh broker in three round
 603-709 in the ladder's session of 2026-11-28; one partition at linger 0 at the same request
 rate, 352-443.
 
-``python -m validate.kafka_cold_start [--rounds N] [--gaps MS ...] [--out DIR]`` (each run's
+The followers (``--replicas 3``: a local cluster of three brokers, warmed and settled as
+validate/kafka_replication.py's; the same runs at three replicas): the replica fetcher
+threads' CPU per append on each follower (``ReplicaFetcherThread``: one thread receives the
+leader's reply, appends it and sends the next Fetch). Measured 2026-11-29, three rounds:
+85 us (84-86) at 0.5 ms between messages, 90 at 1, 120 at 2, 208 at 5, 275 at 10, 250 at
+25: a cold start of 165 us, where the model charged the request path's (438 us as the
+ladder fits it; ~420 measured on its own above). ``--write-model`` sets it as ``[broker]
+follower_cold_us`` in ``models/kafka-broker-loopback.toml`` (simbatch/kafka/replication.py).
+With it, the replication suite's sparse rows at three replicas, judged again on the kept
+runs of eight CI jobs (68-71, 73-76), go from +15, +7, +11, -2, +17, +16, +22, +17 % to
++1, -6, -2, -13, +2, +1, +7, +3 % (librdkafka) and from +5, +10, +12, -4, +24, +3, +9,
++2 % to -7, -1, +0, -15, +10, -11, -4, -9 % (franz-go); the dense row's p50 from -2..-15 %
+to -3..-15 %.
+
+``python -m validate.kafka_cold_start [--rounds N] [--gaps MS ...] [--feed F] [--replicas 3
+[--write-model]] [--out DIR]`` (each run's
 per-message CSV goes to ``DIR/gap<ms>-r<round>.csv``); ``--from-csv`` reports on a
 directory of such runs again.
 """
@@ -154,6 +169,90 @@ def model_per_request(gap_ms: float, broker: dict,
     return sim.broker_cpu_s / sim.requests * 1e6, sim.broker_cold_starts / sim.requests
 
 
+FOLLOWERS_CSV = "followers.csv"
+"""Where :func:`measure_followers` writes its runs, one row each."""
+
+
+def measure_followers(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS,
+                      feed: str = "periodic") -> None:
+    """Start a local cluster of three brokers (validate/kafka_replication.py's, warmed and
+    settled), and write, per gap per round, a run at three replicas and its brokers'
+    replica fetcher threads' CPU (:data:`FOLLOWERS_CSV`, a row each)."""
+    from dataclasses import replace
+
+    from validate.kafka_harness import fetcher_cpu_s, run
+    from validate.kafka_replication import warm_cluster
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with warm_cluster() as cluster:
+        for r in range(rounds):
+            for gap in (gaps if r % 2 == 0 else gaps[::-1]):
+                cfg = replace(gap_config(gap, feed), replication=3)
+                before = [fetcher_cpu_s(pid) for pid in cluster.pids]
+                run(cluster.bootstrap, cfg)
+                used = [fetcher_cpu_s(pid) - b for pid, b in zip(cluster.pids, before,
+                                                                 strict=True)]
+                rows.append({"feed": feed, "gap_ms": gap, "round": r,
+                             "messages": cfg.n_messages,
+                             **{f"fetcher_cpu_s_{k}": u for k, u in enumerate(used)}})
+                pd.DataFrame(rows).to_csv(out / FOLLOWERS_CSV, index=False)
+                print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
+
+
+def read_followers(out: Path) -> pd.DataFrame:
+    """:func:`measure_followers`'s runs in ``out``, each with its followers' fetcher CPU per
+    append (us): the two brokers whose fetchers used the most (the partition's followers;
+    its leader's fetchers follow other partitions' leaders, if any), averaged, over the
+    run's messages (one append each at linger 0)."""
+    path = out / FOLLOWERS_CSV
+    if not path.is_file():
+        raise HarnessError(f"no follower runs ({FOLLOWERS_CSV}) in {out}")
+    runs = pd.read_csv(path)
+    cpu = np.sort(runs.filter(like="fetcher_cpu_s_").to_numpy(), axis=1)[:, -2:]
+    runs["us_per_append"] = cpu.mean(axis=1) / runs["messages"] * 1e6
+    return runs
+
+
+def follower_report(runs: pd.DataFrame, broker: dict) -> str:
+    """The followers' fetcher CPU per append, measured (median and range over rounds) per
+    gap, the cold start it shows (the longest gap's median less the shortest's) and the
+    model's warm append and cold start for it, as lines."""
+    from simbatch.kafka import BrokerConfig
+
+    lines = ["| gap ms | runs | fetcher us per append per follower |", "|---:|---:|---|"]
+    for gap, g in runs.groupby("gap_ms")["us_per_append"]:
+        us = g.to_numpy()
+        lines.append(f"| {gap:g} | {len(us)} | {np.median(us):.0f} ({us.min():.0f}-"
+                     f"{us.max():.0f}) |")
+    cfg = BrokerConfig(**broker)
+    warm = cfg.produce_s(1, gap_config(1.0).message_bytes) * 1e6
+    cold = cfg.cold_us if cfg.follower_cold_us is None else cfg.follower_cold_us
+    lines.append(f"a follower's cold start: {follower_cold_us(runs):.0f} us measured (the "
+                 f"{runs.gap_ms.max():g} ms gap's median less the {runs.gap_ms.min():g} ms "
+                 f"one's); the model's append {warm:.0f} us warm, {cold:.0f} us more cold")
+    return "\n".join(lines)
+
+
+def follower_cold_us(runs: pd.DataFrame) -> float:
+    """The followers' cold start the runs show (:func:`follower_report`): the longest gap's
+    median fetcher CPU per append less the shortest gap's."""
+    med = runs.groupby("gap_ms")["us_per_append"].median()
+    return float(med.iloc[-1] - med.iloc[0])
+
+
+def write_follower_cold(path: Path, us: float, note: str) -> None:
+    """Set ``[broker] follower_cold_us`` in the models/ file at ``path`` to ``us`` (rounded
+    to whole microseconds), with ``note`` as the comment line above ``[broker]``."""
+    lines = path.read_text().splitlines()
+    lines = [line for line in lines if not line.startswith(("follower_cold_us =",
+                                                             "# follower_cold_us:"))]
+    at = lines.index("[broker]")
+    lines.insert(at, f"# follower_cold_us: {note}")
+    lines.insert(at + 2, f"follower_cold_us = {round(us):.1f}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 AFTER_GRID_US = (250.0, 500.0, 750.0, 1000.0, 1500.0, 2000.0)
 """The ``cold_after_us`` tried by :func:`fit_shape`."""
 RAMP_GRID_US = (0.0, 2000.0, 4000.0, 6000.0, 8000.0, 10000.0, 12000.0, 16000.0)
@@ -232,6 +331,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--replicas", type=int, choices=(1, 3), default=1,
+                        help="3: the followers' fetcher threads on a cluster of three")
+    parser.add_argument("--write-model", action="store_true",
+                        help="with --replicas 3: set [broker] follower_cold_us in models/")
     parser.add_argument("--feed", choices=FEEDS, default="periodic",
                         help="a message every gap, or Poisson arrivals at that mean gap")
     parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS_MS))
@@ -245,6 +348,25 @@ def main() -> None:
     out = Path(args.out)
     broker = model_broker(HERE.parent / "models")
     try:
+        if args.replicas == 3:
+            if not args.from_csv:
+                measure_followers(out, args.rounds, tuple(args.gaps), args.feed)
+            runs = read_followers(out)
+            print(follower_report(runs, broker or {}))
+            if args.write_model:
+                from datetime import UTC, datetime
+
+                from validate.calibrate_kafka import broker_model_path
+
+                path = broker_model_path(HERE.parent / "models")
+                when = datetime.fromtimestamp((out / FOLLOWERS_CSV).stat().st_mtime, UTC)
+                write_follower_cold(path, follower_cold_us(runs), (
+                    f"measured {when:%Y-%m-%d %H:%M} UTC by python -m validate.kafka_cold_start "
+                    f"--replicas 3 (the followers' fetcher CPU per append at "
+                    f"{runs.gap_ms.max():g} ms between messages less at {runs.gap_ms.min():g} "
+                    f"ms, medians of {runs['round'].nunique()} rounds)"))
+                print(f"wrote {path}")
+            return
         if not args.from_csv:
             measure(out, args.rounds, tuple(args.gaps), args.feed)
         runs = read_runs(out)

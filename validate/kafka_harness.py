@@ -402,6 +402,43 @@ over 32 partitions, and 85, 70, 55, 51 us of its CPU per switch; over 8 partitio
 each wake-up costing less CPU when the broker is busy (warmer caches) the rest."""
 
 
+def _tasks(pid: int | None) -> list[tuple[str, str, list[str]]] | None:
+    """Process ``pid``'s threads now: (tid, name, the fields of ``/proc/PID/task/TID/stat``
+    after the name), those that exited meanwhile left out; None if it cannot be read."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task") if pid is not None else None
+    except OSError:
+        tids = None
+    if tids is None:
+        return None
+    out = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                comm = fh.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                    # the thread exited meanwhile
+        out.append((tid, comm, fields))
+    return out
+
+
+FETCHER = re.compile(r"^ReplicaFetcherT")
+"""A follower broker's fetcher threads (Kafka 3.9's ``ReplicaFetcherThread-<n>-<leader>``,
+``ReplicaFetcherThread.scala``), by the name the kernel keeps."""
+
+
+def fetcher_cpu_s(pid: int | None) -> float:
+    """What process ``pid``'s replica fetcher threads (:data:`FETCHER`) used so far (user +
+    system seconds); NaN if it cannot be read."""
+    tasks = _tasks(pid)
+    if tasks is None:
+        return float("nan")
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum((int(f[11]) + int(f[12])) / tick for _, comm, f in tasks if FETCHER.match(comm))
+
+
 def thread_usage(pid: int | None) -> dict[str, float]:
     """What process ``pid``'s threads of each :data:`THREAD_GROUPS` group used so far:
     ``<group>_cpu_s`` (user + system seconds, ``/proc/PID/task/TID/stat``) and, for the
@@ -413,27 +450,20 @@ def thread_usage(pid: int | None) -> dict[str, float]:
     where it cannot be read."""
     out = {f"{name}_cpu_s": 0.0 for name, _ in THREAD_GROUPS} | {
         "data_switches": 0.0, "data_preempted": 0.0, "data_runq_s": 0.0}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task") if pid is not None else None
-    except OSError:
-        tids = None
-    if tids is None:
+    tasks = _tasks(pid)
+    if tasks is None:
         return {key: float("nan") for key in out}
     tick = os.sysconf("SC_CLK_TCK")
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as fh:
-                comm = fh.read().strip()
-            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{pid}/task/{tid}/status") as fh:
-                status = fh.read()
-        except OSError:
-            continue                    # the thread exited meanwhile
+    for tid, comm, fields in tasks:
         for name, pattern in THREAD_GROUPS:
             if pattern.match(comm):
                 out[f"{name}_cpu_s"] += (int(fields[11]) + int(fields[12])) / tick
                 if name == "data":
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                            status = fh.read()
+                    except OSError:
+                        break                   # the thread exited meanwhile
                     switches = {line.split(":")[0]: int(line.split()[1])
                                 for line in status.splitlines()
                                 if line.startswith(("voluntary_ctxt_switches",

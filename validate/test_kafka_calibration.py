@@ -609,3 +609,18 @@ def test_the_model_s_internal_latency_is_taken_per_statistics_window():
     p50, p99 = model_internal_latency(sim)
     assert p50 == pytest.approx(np.median([0.010, 0.0106]))       # 10 ms and 10.6 ms
     assert p99 == pytest.approx(np.median([0.010, 0.0106]))
+
+
+def test_a_refit_keeps_the_models_files_follower_cold_start(monkeypatch):
+    # the ladder runs on one broker and cannot see a follower: a refit keeps the value that
+    # validate/kafka_cold_start.py --replicas 3 measured, and says where it comes from
+    import validate.calibrate_kafka as ck
+
+    samples = _synthetic_samples()
+    monkeypatch.setattr(ck, "cpu_samples", lambda results: samples)
+    shape = {**dict(zip(_keys(), TRUTH, strict=True)), "follower_cold_us": 165.0}
+    broker, notes = ck.fitted_broker({}, None, shape)
+    assert broker["follower_cold_us"] == 165.0
+    assert any("follower_cold_us" in n and "--replicas 3" in n for n in notes)
+    assert "follower_cold_us" not in ck.fitted_broker({}, None, dict(zip(
+        _keys(), TRUTH, strict=True)))[0]

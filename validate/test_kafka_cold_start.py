@@ -4,18 +4,24 @@ measurement itself runs from its command (~5 min on a fresh broker), not here.""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from validate.calibrate_kafka import model_broker
 from validate.kafka_cold_start import (
+    FOLLOWERS_CSV,
     HERE,
     fit_shape,
+    follower_cold_us,
+    follower_report,
     gap_config,
     model_per_request,
+    read_followers,
     read_runs,
     report,
     run_path,
     shape_report,
+    write_follower_cold,
 )
 from validate.kafka_harness import COLUMNS, HarnessError, write_csv
 
@@ -93,3 +99,45 @@ def test_the_cold_start_s_growth_is_fitted_on_the_runs(tmp_path):
     text = shape_report(shapes)
     assert text.startswith("cold start's growth, best: from 500 us idle, in full 4500 us")
     assert "best step (ramp 0)" in text
+
+
+def _followers(tmp_path, cpu_by_gap):
+    rows = [{"feed": "periodic", "gap_ms": gap, "round": r, "messages": 400,
+             "fetcher_cpu_s_0": cpu[0], "fetcher_cpu_s_1": cpu[1], "fetcher_cpu_s_2": cpu[2]}
+            for gap, rounds in cpu_by_gap.items() for r, cpu in enumerate(rounds)]
+    pd.DataFrame(rows).to_csv(tmp_path / FOLLOWERS_CSV, index=False)
+    return read_followers(tmp_path)
+
+
+def test_the_followers_fetcher_cpu_is_read_per_append_and_its_cold_start_reported(tmp_path):
+    # the two brokers whose fetchers worked are the partition's followers (the leader's
+    # moved 0.004 s for other partitions): 0.04 and 0.036 s over 400 appends, 95 us each
+    runs = _followers(tmp_path, {0.5: [(0.04, 0.004, 0.036), (0.036, 0.04, 0.0)],
+                                 25.0: [(0.0, 0.124, 0.124), (0.128, 0.0, 0.12)]})
+    assert runs.sort_values(["gap_ms", "round"]).us_per_append.tolist() == pytest.approx(
+        [95.0, 95.0, 310.0, 310.0])
+    assert follower_cold_us(runs) == pytest.approx(215.0)
+    text = follower_report(runs, {**BROKER, "follower_cold_us": 215.0})
+    assert "| 25 | 2 | 310 (310-310) |" in text
+    assert "a follower's cold start: 215 us measured" in text
+    assert text.endswith("215 us more cold")
+
+
+def test_a_directory_without_follower_runs_is_refused_with_its_path(tmp_path):
+    with pytest.raises(HarnessError, match=str(tmp_path)):
+        read_followers(tmp_path)
+
+
+def test_the_followers_cold_start_is_written_into_the_broker_s_models_file(tmp_path):
+    # into a copy of the shipped file: the value and its note, once however often written
+    from validate.calibrate_kafka import broker_model_path, model_broker
+
+    path = broker_model_path(tmp_path)
+    path.write_text(broker_model_path(HERE.parent / "models").read_text())
+    write_follower_cold(path, 214.6, "measured here")
+    write_follower_cold(path, 215.4, "measured again")
+    text = path.read_text()
+    assert text.count("follower_cold_us =") == 1 and "# follower_cold_us: measured again" in text
+    assert model_broker(tmp_path)["follower_cold_us"] == 215.0
+    assert {k: v for k, v in model_broker(tmp_path).items() if k != "follower_cold_us"} == {
+        k: v for k, v in BROKER.items() if k != "follower_cold_us"}

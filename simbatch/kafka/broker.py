@@ -158,6 +158,7 @@ class BrokerConfig:
     cold_us: NonNeg = 0.0
     cold_after_us: PosFloat = 1000.0
     cold_ramp_us: NonNeg = 0.0
+    follower_cold_us: Annotated[NonNeg | None, NONE_WORD] = None
     partition_fetch_us: NonNeg = 0.0
     network_share: Annotated[Float, at.Ge(0), at.Le(1)] = 0.5
     fetch_share: Annotated[Float, at.Ge(0), at.Lt(1)] = 0.5
@@ -296,14 +297,15 @@ class Broker:
         self.stage(self.network, ticks(network),
                    lambda: self.stage(self.io, ticks(io), fetched))
 
-    def stage(self, threads: FifoPool, duration: float, then: Callable[[], None]) -> None:
+    def stage(self, threads: FifoPool, duration: float, then: Callable[[], None],
+              cold_us: float | None = None) -> None:
         """Run ``duration`` (clock units) on one of ``threads`` and one core, FIFO, then
-        ``then()``."""
+        ``then()``; a cold start there costs ``cold_us`` (None: ``[broker] cold_us``)."""
         def on_thread() -> None:
             self.cores.acquire(on_core)
 
         def on_core() -> None:
-            run = duration + self._cold()
+            run = duration + self._cold(cold_us)
             self._running += 1
             if self.gc is not None:
                 self.gc.run_after(run, lambda: finish(None))
@@ -320,17 +322,19 @@ class Broker:
 
         threads.acquire(on_thread)
 
-    def _cold(self) -> float:
+    def _cold(self, cold_us: float | None = None) -> float:
         """The extra time of a stage starting now: :meth:`BrokerConfig.cold_share` of
-        ``cold_us`` for the time no request stage has run (module docstring)."""
+        ``cold_us`` (None: ``[broker] cold_us``) for the time no request stage has run
+        (module docstring)."""
         if self._running:
             return 0.0
         share = self.config.cold_share(self.env.now - self._idle_since)
         if share == 0.0:
             return 0.0
+        cost = share * (self.config.cold_us if cold_us is None else cold_us) * 1e-6
         self.cold_starts += share
-        self.cpu_s += share * self.config.cold_us * 1e-6
-        return ticks(share * self.config.cold_us * 1e-6)
+        self.cpu_s += cost
+        return ticks(cost)
 
     def start_background(self, record_bytes: float) -> None:
         """Start the other load (module docstring), drawn from ``rng``."""

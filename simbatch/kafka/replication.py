@@ -42,7 +42,13 @@ Fetch's way and the leader's handling of it. Here each (leader, follower) pair i
   the two reads side by side, where Kafka runs them one after the other;
 * the follower's append costs the follower what the produce request cost the leader (the
   rest of the request and record costs), on the link's fetcher thread and the follower's
-  cores, cold starts included (the follower idles as the leader does);
+  cores, and a cold start after the follower idled: ``[broker] follower_cold_us``, one
+  thread waking (the request path's ``cold_us`` wakes a network and a handler thread; None:
+  that one). Measured (2026-11-29, ``python -m validate.kafka_cold_start --replicas 3``,
+  one partition, linger 0, three rounds): the fetcher threads' CPU per append on each
+  follower, 85 us (84-86) at 0.5 ms between messages, 120 at 2, 208 at 5, 250-288 at
+  10-25 ms: a cold start of 165 us (an earlier script of the same design, ~220), where
+  the request path's is ~420 us measured on its own and 438 as the ladder fits it;
 * a reply's way to the follower and the next Fetch's way back take ``turnaround`` together,
   the consumer's measured fetch time (``[consumer] fetch_ms``), half each way;
 * every append made while a Fetch is out is read by the next one, the other clients'
@@ -141,7 +147,8 @@ class ReplicaLink:
                                                1.0 - follower.config.fetch_share)
         follower.cpu_s += network + io
         follower.stage(self.thread, ticks(network + io),
-                       lambda: self._later(lambda: self._read(commits)))
+                       lambda: self._later(lambda: self._read(commits)),
+                       follower.config.follower_cold_us)
 
     def _later(self, then: Callable[[], None]) -> None:
         if self.half_way > 0:
