@@ -244,9 +244,12 @@ def follower_cold_us(runs: pd.DataFrame) -> float:
 def write_follower_cold(path: Path, us: float, note: str) -> None:
     """Set ``[broker] follower_cold_us`` in the models/ file at ``path`` to ``us`` (rounded
     to whole microseconds), with ``note`` as the comment line above ``[broker]``."""
-    lines = path.read_text().splitlines()
+    lines = path.read_text().splitlines() if path.is_file() else []
     lines = [line for line in lines if not line.startswith(("follower_cold_us =",
                                                              "# follower_cold_us:"))]
+    if "[broker]" not in lines:
+        raise HarnessError(f"no [broker] in {path}: run python -m validate.calibrate_kafka "
+                           "first (it writes the broker's costs)")
     at = lines.index("[broker]")
     lines.insert(at, f"# follower_cold_us: {note}")
     lines.insert(at + 2, f"follower_cold_us = {round(us):.1f}")
@@ -342,6 +345,8 @@ def main() -> None:
     parser.add_argument("--from-csv", action="store_true",
                         help="report on the runs already in --out instead of measuring")
     args = parser.parse_args()
+    if args.write_model and args.replicas != 3:
+        parser.error("--write-model sets the followers' cold start: it needs --replicas 3")
     if args.rounds < 1 or min(args.gaps) <= 0:
         parser.error(f"--rounds must be at least 1 and every --gaps value above 0; got "
                      f"--rounds {args.rounds}, --gaps {' '.join(f'{g:g}' for g in args.gaps)}")

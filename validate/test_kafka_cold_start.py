@@ -141,3 +141,12 @@ def test_the_followers_cold_start_is_written_into_the_broker_s_models_file(tmp_p
     assert model_broker(tmp_path)["follower_cold_us"] == 215.0
     assert {k: v for k, v in model_broker(tmp_path).items() if k != "follower_cold_us"} == {
         k: v for k, v in BROKER.items() if k != "follower_cold_us"}
+
+
+def test_a_models_file_without_the_broker_s_costs_is_refused_with_its_path(tmp_path):
+    path = tmp_path / "kafka-broker-loopback.toml"
+    with pytest.raises(HarnessError, match=str(path)):
+        write_follower_cold(path, 165.0, "measured")
+    path.write_text("[provenance]\n")
+    with pytest.raises(HarnessError, match="no \\[broker\\]"):
+        write_follower_cold(path, 165.0, "measured")
