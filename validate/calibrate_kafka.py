@@ -400,8 +400,9 @@ ramp. validate/kafka_cold_start.py measures the cold start growing from 1 ms of 
 to 7 ms (``cold_ramp_us`` 6000) on one partition at linger 0, but the ladder does not take
 it: on 2026-11-28's ladder its residual is 11 % above the best step's, the warm request's
 cost it fits rises from 272 to 429 +- 25 us, and with those costs the replication suite's
-sparse rows at three replicas are predicted 27-33 % high (CI 73-76's runs), against 16-22 %
-with the step (see that module's docstring)."""
+sparse rows at three replicas are predicted 18-24 % high on CI 73-77's runs, against 3-8 %
+with the step (its dense row -2 to 0 %, against -3 to -6 %; both with the followers' own
+cold start, ``[broker] follower_cold_us``; see that module's docstring)."""
 MODEL_FIT_EXCLUDES = "linger10-p32-1000ps-dense"
 """The dense configuration the models/ file's ``[broker]`` is not fitted on: the one CI
 measures and predicts with it (:func:`compare`)."""

@@ -66,16 +66,30 @@ rate, 352-443.
 The followers (``--replicas 3``: a local cluster of three brokers, warmed and settled as
 validate/kafka_replication.py's; the same runs at three replicas): the replica fetcher
 threads' CPU per append on each follower (``ReplicaFetcherThread``: one thread receives the
-leader's reply, appends it and sends the next Fetch). Measured 2026-11-29, three rounds:
-85 us (84-86) at 0.5 ms between messages, 90 at 1, 120 at 2, 208 at 5, 275 at 10, 250 at
-25: a cold start of 165 us, where the model charged the request path's (438 us as the
-ladder fits it; ~420 measured on its own above). ``--write-model`` sets it as ``[broker]
-follower_cold_us`` in ``models/kafka-broker-loopback.toml`` (simbatch/kafka/replication.py).
-With it, the replication suite's sparse rows at three replicas, judged again on the kept
-runs of eight CI jobs (68-71, 73-76), go from +15, +7, +11, -2, +17, +16, +22, +17 % to
-+1, -6, -2, -13, +2, +1, +7, +3 % (librdkafka) and from +5, +10, +12, -4, +24, +3, +9,
-+2 % to -7, -1, +0, -15, +10, -11, -4, -9 % (franz-go); the dense row's p50 from -2..-15 %
-to -3..-15 %.
+leader's reply, appends it and sends the next Fetch). Measured 2026-11-29 in two sessions
+of three rounds each, medians (range):
+
+| gap ms | first session | second | pooled |
+|---:|---|---|---|
+| 0.5 | 85 (84-86) | 95 (95-96) | 91 (84-96) |
+| 1 | 90 (88-92) | 93 (92-97) | 92 (88-97) |
+| 2 | 120 (110-123) | 130 (103-137) | 122 (103-137) |
+| 5 | 208 (183-233) | 242 (192-258) | 221 (183-258) |
+| 10 | 275 (250-287) | 275 (275-300) | 275 (250-300) |
+| 25 | 250 (250-288) | 312 (288-325) | 288 (250-325) |
+
+A cold start of 165 and 217 us (pooled, 197), where the model charged the request path's
+(438 us as the ladder fits it; ~420 measured on its own above). ``--write-model`` on the
+pooled runs set it as ``[broker] follower_cold_us`` in ``models/kafka-broker-loopback.toml``
+(simbatch/kafka/replication.py). With it, the replication suite's p50 at three replicas,
+judged again on the kept runs of nine CI jobs (68-71, 73-77; 77 measured after the change),
+measured against predicted:
+
+| row | before (follower pays 438 us) | after (197 us) |
+|---|---|---|
+| sparse | +15, +7, +11, -2, +17, +16, +22, +17, +16 % | +3, -4, -1, -12, +3, +3, +8, +5, +3 % |
+| franz-go | +5, +10, +12, -4, +24, +3, +9, +2, +12 % | -5, +0, +2, -13, +12, -9, -2, -8, +1 % |
+| dense | -4, -14, -12, -15, -5, -6, -2, -4, -4 % | -5, -14, -12, -15, -5, -6, -3, -5, -4 % |
 
 ``python -m validate.kafka_cold_start [--rounds N] [--gaps MS ...] [--feed F] [--replicas 3
 [--write-model]] [--out DIR]`` (each run's

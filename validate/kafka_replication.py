@@ -71,11 +71,11 @@ table whose runs were kept (rows 1, 2, 4 and 5), measured / predicted: sparse 2.
 
 A follower's append after an idle spell paid the request path's cold start (438 us) until
 2026-11-29; its fetcher thread's was measured apart since (``python -m
-validate.kafka_cold_start --replicas 3``: 165 us, ``[broker] follower_cold_us``). Judged
-again on the kept runs of eight CI jobs (68-71, 73-76), the sparse rows at three replicas
-went from +15, +7, +11, -2, +17, +16, +22, +17 % to +1, -6, -2, -13, +2, +1, +7, +3 %
-(librdkafka) and from +5, +10, +12, -4, +24, +3, +9, +2 % to -7, -1, +0, -15, +10, -11, -4,
--9 % (franz-go).
+validate.kafka_cold_start --replicas 3``: 197 us, ``[broker] follower_cold_us``). Judged
+again on the kept runs of nine CI jobs (68-71, 73-77), the sparse rows at three replicas
+went from +15, +7, +11, -2, +17, +16, +22, +17, +16 % to +3, -4, -1, -12, +3, +3, +8, +5,
++3 % (librdkafka; mean +13 to +1 %) and from +5, +10, +12, -4, +24, +3, +9, +2, +12 % to
+-5, +0, +2, -13, +12, -9, -2, -8, +1 % (franz-go; mean +8 to -2 %).
 
 The p99 at three replicas is missed: 1.2-2.9x the model's on the sparse configuration, 2-12x
 on the dense one, lowest after the longest warm-up (ten floods) but 109 ms after the

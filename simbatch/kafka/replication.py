@@ -45,10 +45,11 @@ Fetch's way and the leader's handling of it. Here each (leader, follower) pair i
   cores, and a cold start after the follower idled: ``[broker] follower_cold_us``, one
   thread waking (the request path's ``cold_us`` wakes a network and a handler thread; None:
   that one). Measured (2026-11-29, ``python -m validate.kafka_cold_start --replicas 3``,
-  one partition, linger 0, three rounds): the fetcher threads' CPU per append on each
-  follower, 85 us (84-86) at 0.5 ms between messages, 120 at 2, 208 at 5, 250-288 at
-  10-25 ms: a cold start of 165 us (an earlier script of the same design, ~220), where
-  the request path's is ~420 us measured on its own and 438 as the ladder fits it;
+  one partition, linger 0, two sessions of three rounds, pooled): the fetcher threads' CPU
+  per append on each follower, 91 us (84-96) at 0.5 ms between messages, 122 at 2, 221 at
+  5, 275-288 at 10-25 ms: a cold start of 197 us (the sessions alone, 165 and 217; an
+  earlier script of the same design, ~220), where the request path's is ~420 us measured
+  on its own and 438 as the ladder fits it;
 * a reply's way to the follower and the next Fetch's way back take ``turnaround`` together,
   the consumer's measured fetch time (``[consumer] fetch_ms``), half each way;
 * every append made while a Fetch is out is read by the next one, the other clients'
