@@ -100,7 +100,11 @@ partition per request, 110-180 a second to each leader; when the followers' turn
 (1-3 ms) a leader's requests take as long as the time between them and its queue grows
 through the run. The model has these mechanisms and the same cliff, but its follower round
 is shorter than the real one (replication adds 1.0 ms to its requests, 1.6-2.2 ms to the
-brokers'), so it stays below it.
+brokers'), so it stays below it. The followers' appends are not where it is short: their
+fetcher threads used 120-190 us of CPU per message over three runs of the dense
+configuration at three replicas (2026-11-29, ``validate.kafka_harness.fetcher_cpu_s`` on a
+cluster warmed as above), where the model's followers use 189 (550-800 against 644 on the
+sparse one).
 
 The client's round trip and the consumer's fetch time (``validate.calibrate_kafka.fit``) are
 fitted on the ``sparse`` runs at replication 1, one per run, as the calibration does; the
