@@ -399,7 +399,7 @@ COLD_AFTER_GRID_US = (250.0, 500.0, 750.0, 1000.0, 1500.0, 2000.0, 3000.0)
 ramp. validate/kafka_cold_start.py measures the cold start growing from 1 ms of idle time
 to 7 ms (``cold_ramp_us`` 6000) on one partition at linger 0, but the ladder does not take
 it: on 2026-11-28's ladder its residual is 11 % above the best step's, the warm request's
-cost it fits rises from 272 to 429 +- 25 us, and with those costs the replication suite's
+cost it fits rises from 250 to 429 +- 25 us, and with those costs the replication suite's
 sparse rows at three replicas are predicted 18-24 % high on CI 73-77's runs, against 3-8 %
 with the step (its dense row -2 to 0 %, against -3 to -6 %; both with the followers' own
 cold start, ``[broker] follower_cold_us``; see that module's docstring)."""
