@@ -103,6 +103,7 @@ import argparse
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +135,14 @@ def run_path(out: Path, gap_ms: float, round_no: int, feed: str = "periodic") ->
     return out / f"{prefix}gap{gap_ms:g}-r{round_no}.csv"
 
 
+def interleaved(rounds: int, gaps: tuple[float, ...]) -> Iterator[tuple[int, float]]:
+    """(round, gap) in the order the runs go: each round walks the gaps the other way from
+    the round before, so that no gap always runs after the same one."""
+    for r in range(rounds):
+        for gap in (gaps if r % 2 == 0 else gaps[::-1]):
+            yield r, gap
+
+
 def measure(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS,
             feed: str = "periodic") -> None:
     """Start a local broker, warm and settle it, and write one run per gap per round."""
@@ -145,11 +154,10 @@ def measure(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS_MS,
     with KafkaBroker() as broker:
         run(broker.bootstrap, WARMUP, None, broker.pid)
         settle_cpu(broker.bootstrap, broker.pid)
-        for r in range(rounds):
-            for gap in (gaps if r % 2 == 0 else gaps[::-1]):
-                run(broker.bootstrap, gap_config(gap, feed), run_path(out, gap, r, feed),
-                    broker.pid)
-                print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
+        for r, gap in interleaved(rounds, gaps):
+            run(broker.bootstrap, gap_config(gap, feed), run_path(out, gap, r, feed),
+                broker.pid)
+            print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
 
 
 def read_runs(out: Path) -> pd.DataFrame:
@@ -200,18 +208,15 @@ def measure_followers(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     with warm_cluster() as cluster:
-        for r in range(rounds):
-            for gap in (gaps if r % 2 == 0 else gaps[::-1]):
-                cfg = replace(gap_config(gap, feed), replication=3)
-                before = [fetcher_cpu_s(pid) for pid in cluster.pids]
-                run(cluster.bootstrap, cfg)
-                used = [fetcher_cpu_s(pid) - b for pid, b in zip(cluster.pids, before,
-                                                                 strict=True)]
-                rows.append({"feed": feed, "gap_ms": gap, "round": r,
-                             "messages": cfg.n_messages,
-                             **{f"fetcher_cpu_s_{k}": u for k, u in enumerate(used)}})
-                pd.DataFrame(rows).to_csv(out / FOLLOWERS_CSV, index=False)
-                print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
+        for r, gap in interleaved(rounds, gaps):
+            cfg = replace(gap_config(gap, feed), replication=3)
+            before = [fetcher_cpu_s(pid) for pid in cluster.pids]
+            run(cluster.bootstrap, cfg)
+            used = [fetcher_cpu_s(pid) - b for pid, b in zip(cluster.pids, before, strict=True)]
+            rows.append({"feed": feed, "gap_ms": gap, "round": r, "messages": cfg.n_messages,
+                         **{f"fetcher_cpu_s_{k}": u for k, u in enumerate(used)}})
+            pd.DataFrame(rows).to_csv(out / FOLLOWERS_CSV, index=False)
+            print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
 
 
 def read_followers(out: Path) -> pd.DataFrame:
@@ -343,7 +348,8 @@ def report(runs: pd.DataFrame, broker: dict) -> str:
 
 
 def main() -> None:
-    from validate.calibrate_kafka import model_broker
+    from simbatch.core.errors import ConfigError
+    from validate.calibrate_kafka import broker_model_path, model_broker
     from validate.kafka_broker import BrokerError
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
@@ -375,8 +381,6 @@ def main() -> None:
             if args.write_model:
                 from datetime import UTC, datetime
 
-                from validate.calibrate_kafka import broker_model_path
-
                 path = broker_model_path(HERE.parent / "models")
                 when = datetime.fromtimestamp((out / FOLLOWERS_CSV).stat().st_mtime, UTC)
                 write_follower_cold(path, follower_cold_us(runs), (
@@ -393,6 +397,10 @@ def main() -> None:
         print(shape_report(fit_shape(runs, broker or {})))
     except (HarnessError, BrokerError) as exc:
         print(f"kafka_cold_start: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except ConfigError as exc:          # a [broker] value the model refuses
+        print(f"kafka_cold_start: error: {broker_model_path(HERE.parent / 'models')}: {exc}",
+              file=sys.stderr)
         sys.exit(2)
 
 

@@ -15,6 +15,7 @@ from validate.kafka_cold_start import (
     follower_cold_us,
     follower_report,
     gap_config,
+    interleaved,
     model_per_request,
     read_followers,
     read_runs,
@@ -150,3 +151,8 @@ def test_a_models_file_without_the_broker_s_costs_is_refused_with_its_path(tmp_p
     path.write_text("[provenance]\n")
     with pytest.raises(HarnessError, match="no \\[broker\\]"):
         write_follower_cold(path, 165.0, "measured")
+
+
+def test_each_round_walks_the_gaps_the_other_way():
+    assert list(interleaved(3, (1.0, 2.0))) == [(0, 1.0), (0, 2.0), (1, 2.0), (1, 1.0),
+                                               (2, 1.0), (2, 2.0)]
