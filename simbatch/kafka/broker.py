@@ -60,7 +60,12 @@ Of each, ``network_share`` of the per-request and per-byte cost runs on a networ
 the rest (and the per-record cost) on an I/O thread; each stage holds one thread of its
 pool and one core (FIFO, :class:`~simbatch.core.pool.FifoPool`). A request's time at the
 broker is its wait for the connection (muted), for a thread and a core, and its
-two stages.
+two stages. A fetch's records are the exception (:meth:`BrokerConfig.read_stages_s`): its
+I/O thread finds them in the log and hands the network thread a slice of the log's file
+(``UnifiedLog.read`` returns ``FileRecords``), which the network thread writes to the
+socket when it sends the reply (``DefaultRecordsSend`` -> ``FileRecords.writeTo``, the
+kernel's ``sendfile``; Kafka's ``docs/implementation/network-layer.md``), so the fetch's
+per-record and per-byte share runs on the network thread.
 
 The measured round trip (``[producer] append_ms`` x a resampled ratio) was fitted on
 one-record requests at an idle broker, so it already holds one such request's service and
@@ -132,7 +137,7 @@ from ..core.config import NONE_WORD, Bool, Float, NonNeg, PosFloat, PosInt, Rule
 from ..core.pool import FifoPool
 from .clock import ticks
 from .gc import Collector
-from .replication import Commit, ReplicaLink
+from .replication import Commit, ReplicaLink, wake
 
 
 @config
@@ -180,6 +185,21 @@ class BrokerConfig:
         shared = (self.request_cpu_us * 1e-6 + self.byte_cpu_ns * 1e-9 * n_bytes) * share
         network = self.network_share * shared
         return network, shared - network + self.record_cpu_us * 1e-6 * records * share
+
+    def read_stages_s(self, records: int, n_bytes: float) -> tuple[float, float]:
+        """(network-thread seconds, I/O-thread seconds) of a fetch that reads ``records``
+        (``fetch_share`` of their request's cost): its records' and bytes' share on the
+        network thread, which sends them (module docstring).
+
+        >>> cpu = BrokerConfig(cores=2, request_cpu_us=300, record_cpu_us=2)
+        >>> [round(s * 1e6) for s in cpu.read_stages_s(10, 3000)]   # us
+        [85, 75]
+        """
+        share = self.fetch_share
+        request = self.request_cpu_us * 1e-6 * share
+        network = self.network_share * request
+        data = (self.byte_cpu_ns * 1e-9 * n_bytes + self.record_cpu_us * 1e-6 * records) * share
+        return network + data, request - network
 
     def service_s(self, records: int, n_bytes: float) -> float:
         """CPU seconds of a request of ``records`` records and ``n_bytes`` bytes, its fetch
@@ -261,9 +281,7 @@ class Broker:
 
         def appended() -> None:
             if self.links:
-                commit = Commit(len(self.links), committed)
-                for link in self.links:
-                    link.appended(records, n_bytes, commit)
+                wake(self.links, records, n_bytes, Commit(len(self.links), committed))
             else:
                 committed()
 
@@ -277,7 +295,7 @@ class Broker:
             r, b = self._fetches.popleft()
             records += r
             n_bytes += b
-        network, io = self.config.stages_s(records, n_bytes, self.config.fetch_share)
+        network, io = self.config.read_stages_s(records, n_bytes)
         io += self.config.partition_fetch_us * 1e-6 * self.fetch_partitions
         self.cpu_s += network + io
         self.fetches += 1
@@ -360,8 +378,7 @@ class Broker:
         then: Callable[[], None] = _nothing
         if self.links:                  # its followers fetch it too (nobody waits)
             def then() -> None:
-                for link in self.links:
-                    link.appended(records, n_bytes, None)
+                wake(self.links, records, n_bytes, None)
 
         self.stage(self.network, ticks(network),
                    lambda: self.stage(self.io, ticks(io), then))

@@ -30,7 +30,12 @@ Fetch's way and the leader's handling of it. Here each (leader, follower) pair i
   watermark, the produce requests it completes, a read), and again when an append wakes it
   parked: Kafka completes a parked Fetch then (``DelayedFetch.onComplete`` reads the log and
   builds the reply, run by the appending request's handler thread from ``KafkaApis.handle``'s
-  ``finally``, ``ReplicaManager.tryCompleteActions``). Measured (2026-11-29,
+  ``finally``, ``ReplicaManager.tryCompleteActions``), so the parked Fetches an append wakes
+  are read one after the other, each reply sent once its read is done: the last follower's
+  reply leaves after every read before it. A read is the I/O share of a request's cost;
+  its records go out with the reply, on a network thread (zero-copy:
+  :meth:`~simbatch.kafka.broker.BrokerConfig.read_stages_s`), so a read of many records
+  holds the appender's thread no longer than a read of one. Measured (2026-11-29,
   ``validate/kafka_request_log.py``): a produce request's time on the I/O thread, 0.17-0.29
   ms at acks=1, is 0.40-0.52 at acks=all on the dense configuration and 0.72-0.75 on the
   sparse one, the two followers' Fetches completed in it; and the three JVMs' CPU per
@@ -38,8 +43,7 @@ Fetch's way and the leader's handling of it. Here each (leader, follower) pair i
   slope between runs of 2,000 and 6,000 messages, so without the runs' set-up) rose by
   0.42-0.47 ms from one replica to three in one session and by 0.59-0.74 in another
   (0.31-0.55 ms at one replica, where the model reads 0.31), where the model with these
-  costs adds 0.45 (0.33 with the woken Fetch's records alone, as before). The model runs
-  the two reads side by side, where Kafka runs them one after the other;
+  costs adds 0.45 (0.33 with the woken Fetch's records alone, as before);
 * the follower's append costs the follower what the produce request cost the leader (the
   rest of the request and record costs), on the link's fetcher thread and the follower's
   cores, and a cold start after the follower idled: ``[broker] follower_cold_us``, one
@@ -103,19 +107,19 @@ class ReplicaLink:
         self.parked = True                           # the follower's Fetch waits at the leader
         self.fetches = 0
 
-    def appended(self, records: int, n_bytes: float, commit: Commit | None) -> None:
+    def appended(self, records: int, n_bytes: float, commit: Commit | None) -> bool:
         """An append at the leader; ``commit`` (None: nobody waits) learns when this
-        follower has it."""
+        follower has it. True if it woke the follower's parked Fetch: the appender then
+        reads it (:func:`wake`)."""
         self.unread.append((records, n_bytes, commit))
         if self.parked:
             self.parked = False
-            self._read([])
+            return True
+        return False
 
-    def _read(self, acked: list[Commit]) -> None:
-        """The leader serves the follower's Fetch: every append it has not read (none: the
-        Fetch parks). ``acked``: the commits the Fetch has just come to confirm (it carries
-        the follower's new log end); whether the Fetch has just come or an append woke it,
-        the leader pays a fetch's share (module docstring)."""
+    def _take(self) -> tuple[int, float, list[Commit], float, float]:
+        """Every append the follower has not read, and the leader's (network, I/O) seconds
+        of serving them, charged to its CPU."""
         records, n_bytes, commits = 0, 0.0, []
         while self.unread:
             r, b, c = self.unread.popleft()
@@ -123,23 +127,43 @@ class ReplicaLink:
             n_bytes += b
             if c is not None:
                 commits.append(c)
+        network, io = self.leader.config.read_stages_s(records, n_bytes)
+        self.leader.cpu_s += network + io
+        return records, n_bytes, commits, network, io
+
+    def _read(self, acked: list[Commit]) -> None:
+        """The follower's Fetch comes to the leader, which serves it: every append it has
+        not read (none: the Fetch parks). ``acked``: the commits the Fetch has just come to
+        confirm (it carries the follower's new log end)."""
+        records, n_bytes, commits, network, io = self._take()
         leader = self.leader
-        network, io = leader.config.stages_s(records, n_bytes, leader.config.fetch_share)
-        leader.cpu_s += network + io
+        leader.stage(leader.network, ticks(network), lambda: leader.stage(
+            leader.io, ticks(io), lambda: self._handled(acked, records, n_bytes, commits)))
 
-        def handled() -> None:
-            for commit in acked:            # the high watermark moves
-                commit.replicated()
-            if records:
-                self.fetches += 1
-                self._later(lambda: self._append(records, n_bytes, commits))
-            elif self.unread:               # appended while the empty Fetch was handled
-                self._read([])
-            else:
-                self.parked = True
+    def _woken(self, then: Callable[[], None]) -> None:
+        """An append woke the parked Fetch: the appender's I/O thread reads it, then
+        ``then()`` (the next read) while a network thread sends the reply."""
+        records, n_bytes, commits, network, io = self._take()
+        leader = self.leader
 
-        leader.stage(leader.network, ticks(network),
-                     lambda: leader.stage(leader.io, ticks(io), handled))
+        def read() -> None:
+            then()
+            leader.stage(leader.network, ticks(network),
+                         lambda: self._handled([], records, n_bytes, commits))
+
+        leader.stage(leader.io, ticks(io), read)
+
+    def _handled(self, acked: list[Commit], records: int, n_bytes: float,
+                 commits: list[Commit]) -> None:
+        for commit in acked:            # the high watermark moves
+            commit.replicated()
+        if records:
+            self.fetches += 1
+            self._later(lambda: self._append(records, n_bytes, commits))
+        elif self.unread:               # appended while the empty Fetch was handled
+            self._read([])
+        else:
+            self.parked = True
 
     def _append(self, records: int, n_bytes: float, commits: list[Commit]) -> None:
         """The follower appends the reply's records, then sends its next Fetch."""
@@ -158,4 +182,17 @@ class ReplicaLink:
             then()
 
 
-__all__ = ["Commit", "ReplicaLink"]
+def wake(links: list[ReplicaLink], records: int, n_bytes: float,
+         commit: Commit | None) -> None:
+    """An append of ``records`` at the leader of ``links``: each link learns of it, and the
+    parked Fetches it wakes are read one after the other (module docstring)."""
+    woken = [link for link in links if link.appended(records, n_bytes, commit)]
+
+    def read(i: int) -> None:
+        if i < len(woken):
+            woken[i]._woken(lambda: read(i + 1))
+
+    read(0)
+
+
+__all__ = ["Commit", "ReplicaLink", "wake"]
