@@ -14,6 +14,7 @@ closed pipe (``simbatch run ... | head``) ends quietly.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -28,7 +29,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with its errors in simbatch's one line and status."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"simbatch: error: {message} (see simbatch {self.prog.split()[-1]} "
+        sub = self.prog.split()[1:]          # the subcommand's parser: "simbatch run"
+        self.exit(2, f"simbatch: error: {message} (see {' '.join(['simbatch', *sub])} "
                      "--help)\n")
 
 
@@ -140,13 +142,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_tables(scenario, summaries, out: str) -> list[Path]:
-    from .planning.sweep import tables
+def _writable(command: str, field: str, value: str, directory: bool = False) -> Path:
+    """An output path (``--out``, ``--plots``), checked before the work rather than after it:
+    a directory that can be made and written (``directory``), or a file in one."""
+    path = Path(value)
+    where = path if directory else path.parent
+    try:
+        if path.is_dir() and not directory:
+            raise IsADirectoryError(21, "is a directory")
+        where.mkdir(parents=True, exist_ok=True)
+        if not os.access(where, os.W_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        kind = "a directory" if directory else "a file"
+        raise ConfigError.parameter(command, field, f"{kind} that can be written",
+                                    f"{value} ({exc.strerror})") from None
+    return path
 
+
+def _tables_path(out: str) -> Path:
+    """``--out``, checked before the run rather than after it."""
     path = Path(out)
     if path.suffix not in (".csv", ".parquet"):
         raise ConfigError.parameter("simbatch run", "out", "a path ending in .csv or .parquet",
                                     out)
+    return _writable("simbatch run", "out", out)
+
+
+def _write_tables(scenario, summaries, out: str) -> list[Path]:
+    from .planning.sweep import tables
+
+    path = _tables_path(out)
     cases, runs = tables(scenario, summaries)
     runs_path = path.with_name(f"{path.stem}.runs{path.suffix}")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +203,10 @@ def _executor(args: argparse.Namespace, work_events: float | None = None):
     from .planning.executors import make_executor
 
     workers = None if args.workers is None else _int("workers", 1)(args.workers)
+    limit = 8 * (os.cpu_count() or 1)
+    if workers is not None and workers > limit:      # each a process: a typo would fork them
+        raise ConfigError.parameter("simbatch run", "workers", f"an integer from 1 to {limit} "
+                                    "(8 per core of this machine)", workers)
     if workers is None and args.scheduler is None and work_events is not None \
             and work_events < SMALL_RUN_EVENTS:
         workers = 1            # starting worker processes would take longer than the run
@@ -204,6 +234,10 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                     else _int("replications", 1)(args.replications))
     seed = None if args.seed is None else _int("seed", 0)(args.seed)
     bounds = _bounds(args)
+    if args.out:
+        _tables_path(args.out)
+    if args.plots:
+        _writable("simbatch run", "plots", args.plots, directory=True)
     scenario = load_scenario(args.file, args.set)
     reps = scenario.replications if replications is None else replications
     events = sum(scenario.engine.work(c).events for c in scenario.cases) * reps
@@ -238,6 +272,8 @@ def _recommend(args: argparse.Namespace, argv: list[str]) -> int:
     from .planning.report import to_json
 
     seed = None if args.seed is None else _int("seed", 0)(args.seed)
+    if args.out:
+        _writable("simbatch recommend", "out", args.out, directory=True)
     question = load_question(args.question)
     command = "simbatch " + " ".join(shlex.quote(a) for a in argv)
     progress, bar = _progress()
@@ -287,7 +323,7 @@ def _fit_service(args: argparse.Namespace) -> int:
     if cores < 1:
         raise ConfigError.parameter("simbatch fit-service", "cores", "an integer >= 1",
                                     args.cores)
-    out = Path(args.out)
+    out = _writable("simbatch fit-service", "out", args.out)
     try:
         refuse_existing(out, args.force)
     except FileExistsError:
@@ -354,11 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (| head): stop quietly, and keep Python's exit from
         # complaining about the closed stdout
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:      # an output that went away or filled up while it was written
+        print(f"simbatch: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -81,6 +81,14 @@ def one_line_error(err: str, path: str) -> None:
     (GOOD + "\n[scenario]\nreplications = 1e9\n", "[scenario] replications", "1000000000.0"),
     (GOOD + "\n[service]\nmodel = \"no-such-model.toml\"\n", "[service] model",
      "'no-such-model.toml'"),
+    # counts that would make one object each before the run starts, and a Go runtime cost
+    # that would be run in billions of slices: bounded, not a hang
+    (GOOD + "\n[go]\ngomaxprocs = 1000000\n", "[go] gomaxprocs", "1000000"),
+    (GOOD + "\n[go]\ngomaxprocs = 2\nspawn_ns = 1e12\n", "[go] spawn_ns", "1000000000000.0"),
+    (GOOD + "\n[service.stats]\ncommand_types = 1000000\n", "[service.stats] command_types",
+     "1000000"),
+    (GOOD.replace("size = 10", "size = 10\ndispatch = \"pool\"\nmax_concurrent = 100000000"),
+     "[batcher] max_concurrent", "100000000"),
 ])
 def test_scenario_errors_name_file_section_key_and_value(tmp_path, capsys, text, where, value):
     code, err, path, _ = run_cli(tmp_path, text, capsys=capsys)
@@ -128,6 +136,28 @@ def test_a_periodic_timer_that_would_not_let_the_run_end_is_stopped(tmp_path, ca
     code, err, path, _ = run_cli(tmp_path, text, "--max-events", "100000", capsys=capsys)
     assert code == 2 and "[batcher] timeout_ms" in err and "timer firings" in err, err
     one_line_error(err, path)
+
+
+@pytest.mark.parametrize("option,value,message", [
+    ("--out", "{tmp}/plain/out.json", "must be a path ending in .csv or .parquet"),
+    ("--out", "/proc/no-such-dir/out.csv", "must be a file that can be written"),
+    ("--out", "{tmp}/a-directory.csv", "must be a file that can be written"),
+    ("--plots", "/proc/no-such-dir/plots", "must be a directory that can be written"),
+    ("--plots", "{tmp}/bad.toml", "must be a directory that can be written"),
+    ("--workers", "100000", "must be an integer from 1 to"),
+    ("--scheduler", "not-an-address", "must be the address of a reachable Dask scheduler"),
+])
+def test_a_bad_option_is_refused_in_one_line_before_the_run(tmp_path, capsys, option, value,
+                                                            message):
+    # refused before the run, not after it (an output path used to fail once the run was
+    # done, with a traceback); the scenario would take a while, the refusal does not
+    text = GOOD.replace("n_transactions = 5", "n_transactions = 200000")
+    (tmp_path / "a-directory.csv").mkdir()
+    code, err, _, out = run_cli(tmp_path, text, option, value.format(tmp=tmp_path),
+                                capsys=capsys)
+    assert code == 2 and out == "", (err, out)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"'{option[2:]}' parameter" in err and message in err, err
 
 
 def test_cli_process_exits_2_without_traceback(tmp_path):
@@ -216,3 +246,16 @@ def test_the_partition_sweep_writes_a_parquet_table_with_its_parameters(tmp_path
     assert {"n_partitions", "linger_ms", "latency_p99_s", "latency_p99_s_ci95"} <= set(
         table.columns)
     assert sorted(table.n_partitions.unique()) == [1, 4, 16, 64, 256, 1024]
+
+
+def test_a_probe_phase_with_nothing_to_probe_runs_and_reports_no_work(tmp_path, capsys):
+    # phases = "probe" with no probes: no CPU at all, so no share of it at the lock's line
+    # (this divided by zero)
+    path = tmp_path / "probe0.toml"
+    path.write_text('[scenario]\nkind = "contention"\n[map]\nn_tx = 1000\nphases = "probe"\n'
+                    "n_probes = 0\n")
+    code = main(["run", str(path), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    metrics = json.loads(captured.out)["cases"][0]["metrics"]
+    assert metrics["probe_s"] == 0 and metrics["rlock_cpu_share"] == 0, metrics

@@ -1060,10 +1060,28 @@ def main(argv: list[str] | None = None) -> int:
                          "host file's")
     args = ap.parse_args(argv)
     for option, run in (("--run", args.run), *(("--repeat", r) for r in args.repeat)):
-        if not any((run / name).exists() for name in ("blocks.csv", "blocks.csv.gz")):
-            ap.error(f"{option} {run}: no blocks.csv or blocks.csv.gz there (a directory the "
-                     f"harness wrote with -out)")
-    blocks, probes = load_run(args.run)
+        for table in ("blocks", "flushes"):
+            if not any((run / name).exists() for name in (f"{table}.csv", f"{table}.csv.gz")):
+                ap.error(f"{option} {run}: no {table}.csv or {table}.csv.gz there (a directory "
+                         f"the harness wrote with -out)")
+    for option, path, table in (("--host", args.host, "host"), ("--costs", args.costs, "go"),
+                                ("--go", args.go, "go")):
+        if path is not None:
+            try:
+                if not isinstance(tomllib.loads(path.read_text()).get(table), dict):
+                    ap.error(f"{option} {path}: no [{table}] table in it")
+            except OSError as e:
+                ap.error(f"{option} {path}: cannot read it ({e.strerror})")
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+                ap.error(f"{option} {path}: not TOML ({e})")
+    try:
+        re.compile(args.only)
+    except re.error as e:
+        ap.error(f"--only {args.only!r}: not a regular expression ({e})")
+    try:
+        blocks, probes = load_run(args.run)
+    except (OSError, ValueError, KeyError, EOFError) as e:    # gzip's and pandas' errors too
+        ap.error(f"--run {args.run}: not a run the harness wrote ({type(e).__name__}: {e})")
     if args.packing == "off":
         blocks = blocks.drop(columns=["runq_wait_s"], errors="ignore")
     cells = cells_of(blocks)

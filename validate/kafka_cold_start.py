@@ -100,6 +100,7 @@ directory of such runs again.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import tomllib
@@ -228,6 +229,10 @@ def read_followers(out: Path) -> pd.DataFrame:
     if not path.is_file():
         raise HarnessError(f"no follower runs ({FOLLOWERS_CSV}) in {out}")
     runs = pd.read_csv(path)
+    if not {"gap_ms", "messages"} <= set(runs.columns) or \
+            runs.filter(like="fetcher_cpu_s_").shape[1] < 2:
+        raise HarnessError(f"{path}: not the follower runs' table (gap_ms, messages and "
+                           "fetcher_cpu_s_<broker> of each broker)")
     cpu = np.sort(runs.filter(like="fetcher_cpu_s_").to_numpy(), axis=1)[:, -2:]
     runs["us_per_append"] = cpu.mean(axis=1) / runs["messages"] * 1e6
     return runs
@@ -367,7 +372,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.write_model and args.replicas != 3:
         parser.error("--write-model sets the followers' cold start: it needs --replicas 3")
-    if args.rounds < 1 or min(args.gaps) <= 0:
+    if args.rounds < 1 or not all(0 < g < math.inf for g in args.gaps):   # nan too
         parser.error(f"--rounds must be at least 1 and every --gaps value above 0; got "
                      f"--rounds {args.rounds}, --gaps {' '.join(f'{g:g}' for g in args.gaps)}")
     out = Path(args.out)

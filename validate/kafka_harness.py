@@ -99,6 +99,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -866,8 +867,18 @@ def _run_external(bootstrap: str | None, config: HarnessConfig,
 
 def read_csv(path: str | Path) -> np.ndarray:
     """A per-message CSV of any harness as a structured array with :data:`COLUMNS` (a
-    column an older harness did not write stays NaN)."""
-    data = np.atleast_1d(np.genfromtxt(path, delimiter=",", names=True, dtype=float))
+    column an older harness did not write stays NaN). A file that is not one is refused,
+    naming it (:class:`HarnessError`)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")            # an empty file: numpy warns, then fails
+            data = np.atleast_1d(np.genfromtxt(path, delimiter=",", names=True, dtype=float))
+    except (ValueError, IndexError, OSError) as exc:
+        reason = " ".join(str(exc).split())              # numpy's spans several lines
+        raise HarnessError(f"{path}: not a harness's per-message CSV ({reason})") from None
+    if data.size == 0 or "latency_s" not in (data.dtype.names or ()):
+        raise HarnessError(f"{path}: not a harness's per-message CSV (no rows, or no "
+                           "latency_s column)")
     rec = np.full(data.size, np.nan, dtype=[(c, "f8") for c in COLUMNS])
     for c in COLUMNS:
         if c in (data.dtype.names or ()):

@@ -541,6 +541,33 @@ def test_a_cell_selection_that_matches_nothing_is_refused_by_name(capsys):
     assert "--only 'p9/no-such-cell': no cell of" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--run", "FLUSHLESS"], "--run FLUSHLESS: no flushes.csv or flushes.csv.gz there"),
+    (["--only", "(["], "--only '([': not a regular expression"),
+    (["--host", "MISSING"], "--host MISSING: cannot read it"),
+    (["--go", "NOT_TOML"], "--go NOT_TOML: not TOML"),
+    (["--costs", "NO_TABLE"], "--costs NO_TABLE: no [go] table in it"),
+])
+def test_an_input_it_cannot_use_is_refused_by_name_before_the_run_is_read(tmp_path, capsys,
+                                                                           args, message):
+    from validate.calibrate_gobatcher import main
+
+    paths = {"FLUSHLESS": tmp_path / "flushless", "MISSING": tmp_path / "missing.toml",
+             "NOT_TOML": tmp_path / "not.toml", "NO_TABLE": tmp_path / "no-table.toml"}
+    paths["FLUSHLESS"].mkdir()
+    (paths["FLUSHLESS"] / "blocks.csv").write_text("cell_no,rep\n0,0\n")
+    paths["NOT_TOML"].write_text("[go\n")
+    paths["NO_TABLE"].write_text("[host]\nwake_us = 30.0\n")
+    argv = ["--run", str(RECORDED), *args] if args[0] != "--run" else args
+    with pytest.raises(SystemExit) as exit_:
+        main([str(paths.get(a, a)) for a in argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    for name, path in paths.items():
+        message = message.replace(name, str(path))
+    assert message in err and "Traceback" not in err, err
+
+
 # ------------------------------------------------------------------ the CPU's run-to-run noise
 def test_a_run_without_cycle_blocks_cannot_fit_the_noise_and_says_why(tmp_path, capsys):
     from validate.calibrate_gobatcher import main, read_csv

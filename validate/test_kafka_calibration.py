@@ -451,6 +451,18 @@ def test_a_rounds_file_it_cannot_read_is_refused_with_the_path(tmp_path):
         session_record_cost(tmp_path)
 
 
+@pytest.mark.parametrize("text", ["x\n1,2,3\n", "", "a,b\n1,2\n", "msg,latency_s\n"])
+def test_a_file_that_is_not_a_harness_csv_is_refused_with_the_path(tmp_path, text):
+    # garbage, empty, other columns, no rows: one line naming the file, not numpy's error
+    from validate.kafka_harness import HarnessError, read_csv
+
+    path = tmp_path / "linger0-p1-sparse.run0.csv"
+    path.write_text(text)
+    with pytest.raises(HarnessError, match=f"{path}: not a harness's per-message CSV") as err:
+        read_csv(path)
+    assert "\n" not in str(err.value)
+
+
 # jstat -gc's columns that gc_figures reads (it finds them by name among the others)
 JSTAT = """\
  S0C      EC       EU        OU     YGC     YGCT    FGC    FGCT     CGC    CGCT     GCT

@@ -129,6 +129,14 @@ def test_a_directory_without_follower_runs_is_refused_with_its_path(tmp_path):
         read_followers(tmp_path)
 
 
+def test_a_follower_table_without_its_columns_is_refused_with_its_path(tmp_path):
+    from validate.kafka_cold_start import FOLLOWERS_CSV
+
+    (tmp_path / FOLLOWERS_CSV).write_text("messages\n1\n")
+    with pytest.raises(HarnessError, match=f"{FOLLOWERS_CSV}: not the follower runs' table"):
+        read_followers(tmp_path)
+
+
 def test_the_followers_cold_start_is_written_into_the_broker_s_models_file(tmp_path):
     # into a copy of the shipped file: the value and its note, once however often written
     from validate.calibrate_kafka import broker_model_path, model_broker

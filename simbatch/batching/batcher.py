@@ -43,6 +43,9 @@ from ..core.work import EventGuard
 from .channel import Channel
 from .hosttiming import HostTiming
 
+MAX_CONCURRENT = 100_000
+"""``SetMaxConcurrent``'s bound here: the Go engine starts one goroutine per slot."""
+
 TIMERS = ("first_item", "cycle")
 DISPATCHES = ("inline", "background", "pool")
 # Flush triggers, as stored in batch records.
@@ -90,7 +93,7 @@ class BatcherConfig:
     tick_ms: Annotated[Float, at.Ge(MIN_PERIOD_MS)] | None = None
     drain: Bool = False
     dispatch: Literal["inline", "background", "pool"] = "inline"
-    max_concurrent: PosInt | None = None
+    max_concurrent: Annotated[PosInt, at.Le(MAX_CONCURRENT)] | None = None
     queue_factor: PosInt = 64
     RULES = (
         Rule("timeout_ms", f">= {MIN_PERIOD_MS:g} with timer = 'cycle' (a cycle re-arms the "

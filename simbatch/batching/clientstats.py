@@ -47,9 +47,9 @@ is not modelled.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
-from ..core.config import NonNeg, PosInt, config
+from ..core.config import NonNeg, PosInt, at, config
 from ..core.cpu import CPUConfig
 
 VARIANTS = ("broken", "per_record_once", "sampled", "sharded", "per_batch", "disabled")
@@ -94,7 +94,7 @@ class StatsConfig:
     local_ns: NonNeg = 2.0
     sample_every: PosInt = 100
     shards: PosInt = 16
-    command_types: PosInt = 1
+    command_types: Annotated[PosInt, at.Le(1024)] = 1
 
     def increments(self, n: int) -> int:
         """Locked counter updates for one batch of ``n`` successfully parsed records."""

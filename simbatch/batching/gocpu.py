@@ -119,7 +119,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from ..core.config import Bool, Float, NonNeg, PosInt, at, config
+from ..core.config import Bool, Cores, Float, NonNeg, at, config
+
+OpNs = Annotated[NonNeg, at.Le(1e6)]
+"""A runtime operation's CPU, nanoseconds: at most a millisecond (the measured ones are tens
+to thousands of nanoseconds; a goroutine's CPU is run in slices of a few hundred)."""
 
 COSTS = ("spawn_ns", "exit_ns", "switch_ns", "cold_ns", "ready_ns", "wakep_ns", "chan_ns",
          "put_ns", "item_ns", "flush_ns", "dispatch_ns", "select_ns", "select_ready_ns",
@@ -154,27 +158,27 @@ flush_ns, dispatch_ns, select_ns, select_ready_ns, alloc_ns, alloc_kib_ns, timer
     (False, True)
     """
 
-    gomaxprocs: PosInt | None = None
-    spawn_ns: NonNeg = 400.0
-    exit_ns: NonNeg = 300.0
-    switch_ns: NonNeg = 250.0
-    cold_ns: NonNeg = 0.0
-    ready_ns: NonNeg = 150.0
-    wakep_ns: NonNeg = 2000.0
-    chan_ns: NonNeg = 60.0
-    put_ns: NonNeg = 30.0
-    item_ns: NonNeg = 30.0
-    flush_ns: NonNeg = 600.0
-    dispatch_ns: NonNeg = 0.0
-    select_ns: NonNeg = 0.0
-    select_ready_ns: NonNeg = 0.0
-    alloc_ns: NonNeg = 0.0
-    alloc_kib_ns: NonNeg = 0.0
-    timer_ns: NonNeg = 100.0
-    done_ns: NonNeg = 30.0
+    gomaxprocs: Cores | None = None
+    spawn_ns: OpNs = 400.0
+    exit_ns: OpNs = 300.0
+    switch_ns: OpNs = 250.0
+    cold_ns: OpNs = 0.0
+    ready_ns: OpNs = 150.0
+    wakep_ns: OpNs = 2000.0
+    chan_ns: OpNs = 60.0
+    put_ns: OpNs = 30.0
+    item_ns: OpNs = 30.0
+    flush_ns: OpNs = 600.0
+    dispatch_ns: OpNs = 0.0
+    select_ns: OpNs = 0.0
+    select_ready_ns: OpNs = 0.0
+    alloc_ns: OpNs = 0.0
+    alloc_kib_ns: OpNs = 0.0
+    timer_ns: OpNs = 100.0
+    done_ns: OpNs = 30.0
     flush_cpu: Bool = False
     other_timers_ms: tuple[Annotated[Float, at.Ge(0.01)], ...] = ()
-    lock_ns: NonNeg = 0.0
+    lock_ns: OpNs = 0.0
     lock_sleep: Annotated[Float, at.Ge(0.0), at.Le(1.0)] = 0.35
 
     @property

@@ -45,7 +45,7 @@ from typing import Annotated, Literal
 import numpy as np
 import simpy
 
-from ..core.config import NONE_WORD, Bool, Float, NonNeg, PosInt, Rule, at, config
+from ..core.config import NONE_WORD, Bool, Cores, Float, NonNeg, Rule, at, config
 
 Share = Annotated[Float, at.Ge(0), at.Le(1)]
 
@@ -81,7 +81,7 @@ class MachineConfig:
     0.75
     """
 
-    cores: Annotated[PosInt | None, NONE_WORD] = None
+    cores: Annotated[Cores | None, NONE_WORD] = None
     busy_capacity_cores: Annotated[Annotated[Float, at.Ge(1)] | None, NONE_WORD] = None
     wake_us: NonNeg = 0.0
     client_fixed_share: Share = 0.3

@@ -49,7 +49,7 @@ from typing import Annotated, Literal
 import numpy as np
 import simpy
 
-from ..core.config import Bool, Field, Float, NonNeg, PosInt, Rule, at, config
+from ..core.config import Bool, Cores, Field, Float, NonNeg, PosInt, Rule, at, config
 from ..core.cpu import CPUConfig
 from ..core.pool import FifoPool
 from .clientstats import StatsConfig, StatsLocks
@@ -78,7 +78,7 @@ class ClientConfig:
 
     parse_ns_per_record: NonNeg = 0.0
     app_ns_per_record: NonNeg = 0.0
-    cores: PosInt | None = None
+    cores: Cores | None = None
     line_ns: NonNeg = 80.0
 
 

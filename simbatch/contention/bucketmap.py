@@ -187,7 +187,8 @@ def simulate_map(cpu: CPUConfig, costs: MapCosts, wl: MapWorkload, seed: int = 0
         per_probe, at_line = probe_cost(cpu, costs, wl)
         probe_ns = per_probe / cpu.cores
         probe_s = wl.n_probes * probe_ns * 1e-9
-        share = wl.n_probes * at_line / (busy_ns + wl.n_probes * per_probe)
+        total_ns = busy_ns + wl.n_probes * per_probe
+        share = wl.n_probes * at_line / total_ns if total_ns else 0.0   # nothing to do
     return MapResult(insert_s=ns * 1e-9, inserted=inserted,
                      insert_cores_busy=busy_ns / ns if ns else 0.0,
                      probe_s=probe_s, probed=wl.n_probes if wl.phases != "insert" else 0,

@@ -36,10 +36,10 @@ from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Strict, 
 
 from .errors import ConfigError
 
-__all__ = ["INT_MAX", "NONE_WORD", "BeforeValidator", "Bool", "Discriminator", "Field", "Float",
-           "Int", "NonNeg", "PosFloat", "PosInt", "Rule", "RuleViolation", "Str", "Tag", "at",
-           "config", "describe", "fields_of", "is_config", "kind_tag", "section_fields",
-           "translate"]
+__all__ = ["INT_MAX", "MAX_CORES", "NONE_WORD", "BeforeValidator", "Bool", "Cores",
+           "Discriminator", "Field", "Float", "Int", "NonNeg", "PosFloat", "PosInt", "Rule",
+           "RuleViolation", "Str", "Tag", "at", "config", "describe", "fields_of", "is_config",
+           "kind_tag", "section_fields", "translate"]
 
 # Integers stay exactly representable as floats (and in JSON): 2^53.
 INT_MAX = 2**53
@@ -50,6 +50,10 @@ Str = Annotated[str, Strict()]
 NonNeg = Annotated[Float, at.Ge(0)]
 PosFloat = Annotated[Float, at.Gt(0)]
 PosInt = Annotated[Int, at.Ge(1)]
+MAX_CORES = 4096
+Cores = Annotated[PosInt, at.Le(MAX_CORES)]
+"""A core or processor count: one object each is made up front, so a bound keeps a mistyped
+count from running out of memory or never starting."""
 
 
 def _none_word(value: Any) -> Any:

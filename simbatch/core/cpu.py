@@ -36,7 +36,7 @@ themselves are a :class:`simbatch.core.pool.FifoPool`.
 
 from __future__ import annotations
 
-from .config import NonNeg, PosInt, config
+from .config import Cores, NonNeg, PosInt, config
 
 
 @config
@@ -51,7 +51,7 @@ class CPUConfig:
     75.0
     """
 
-    cores: PosInt = 16
+    cores: Cores = 16
     line_near_ns: NonNeg = 80.0
     line_far_ns: NonNeg = 200.0
     domain_cores: PosInt = 16

@@ -133,7 +133,7 @@ from typing import Annotated
 import numpy as np
 import simpy
 
-from ..core.config import NONE_WORD, Bool, Float, NonNeg, PosFloat, PosInt, Rule, at, config
+from ..core.config import NONE_WORD, Bool, Cores, Float, NonNeg, PosFloat, PosInt, Rule, at, config
 from ..core.pool import FifoPool
 from .clock import ticks
 from .gc import Collector
@@ -152,7 +152,7 @@ class BrokerConfig:
     (320, 160)
     """
 
-    cores: Annotated[PosInt | None, NONE_WORD] = None
+    cores: Annotated[Cores | None, NONE_WORD] = None
     replicas: Annotated[PosInt, at.Le(100)] = 1
     colocated: Bool = False
     network_threads: PosInt = 3

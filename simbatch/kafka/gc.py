@@ -74,7 +74,7 @@ from typing import Annotated
 import numpy as np
 import simpy
 
-from ..core.config import NONE_WORD, Float, NonNeg, PosFloat, Rule, at, config
+from ..core.config import NONE_WORD, Bool, Float, NonNeg, PosFloat, Rule, at, config
 from .clock import ticks
 
 PAUSE_SLACK = 1e-6
@@ -101,7 +101,7 @@ class GcConfig:
     remarks_per_young: NonNeg = 0.0
     remark_ms: tuple[Annotated[Float, at.Gt(0)], ...] = ()
     marking_ms: NonNeg = 50.0
-    warm: bool = True
+    warm: Bool = True
     RULES = (Rule("pause_ms", "at least one measured pause when eden_mb is set",
                   lambda g: g.eden_mb is None or len(g.pause_ms) > 0),
              Rule("remark_ms", "at least one measured Remark when remarks_per_young > 0",

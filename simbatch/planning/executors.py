@@ -136,7 +136,7 @@ class DaskExecutor:
         if own:
             try:
                 client = Client(self.address, timeout="10s")
-            except (OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError, ValueError) as exc:   # ValueError: not an address
                 raise ConfigError.parameter("simbatch", "scheduler", "the address of a "
                                             "reachable Dask scheduler (tcp://host:port)",
                                             f"{self.address} ({exc})") from None
