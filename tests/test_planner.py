@@ -145,6 +145,10 @@ def test_an_infeasible_question_names_the_constraint_and_the_closest(tmp_path):
     (("[knobs]", "[knobs]\n\"batcher.sise\" = { values = [1] }"), "[batcher] sise"),
     (("[knobs]", "[knobs]\n\"batcher.size\" = { min = 10 }"), "[knobs] batcher.size"),
     (("[knobs]", "[knobs]\n\"batcher.size\" = { values = [0] }"), "[batcher] size"),
+    # a range over a whole-number field without integer = true: says to set it
+    (("[knobs]", "[knobs]\n\"batcher.size\" = { min = 10, max = 100 }"),
+     "[knobs] batcher.size: The 'integer' parameter of Knob must be true: batcher.size takes "
+     "whole numbers"),
     (("seed = 7", "seed = 7\nconstraints = [\"p99 is small\"]"), "[question] constraints"),
     (("seed = 7", "seed = 7\nconstraints = [\"bogus_metric <= 3\"]"),
      "[question] constraints"),

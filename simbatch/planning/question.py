@@ -315,8 +315,21 @@ def load_question(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     # every knob value and the current configuration must make a valid case
     for key, knob in knobs.items():
         for value in knob.grid():
-            scenario.derive(base, {key: value}, f"check {key}={value}",
-                            f"{path} [knobs] {key!r}", keep=False)
+            try:
+                scenario.derive(base, {key: value}, f"check {key}={value}",
+                                f"{path} [knobs] {key!r}", keep=False)
+            except ConfigError as refused:
+                if not (knob.is_range and not knob.integer and float(value).is_integer()):
+                    raise
+                try:                # would the whole number do? then say what to set
+                    scenario.derive(base, {key: int(value)}, f"check {key}={value}",
+                                    f"{path} [knobs] {key!r}", keep=False)
+                except ConfigError:
+                    raise refused from None
+                raise ConfigError.parameter("Knob", "integer", f"true: {key} takes whole "
+                                            "numbers, and a range's points are decimal "
+                                            "otherwise", False).at(
+                    f"{path}: [knobs] {key}") from None
     if current:
         scenario.derive(base, current, "current", f"{path} [current]", keep=False)
     for metric in settings.report or ():
