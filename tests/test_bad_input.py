@@ -104,6 +104,14 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path, capsys):
     one_line_error(err, path)
 
 
+@pytest.mark.parametrize("text", ["", "# only a comment\n"])
+def test_an_empty_scenario_file_is_refused_rather_than_run_on_defaults(tmp_path, capsys, text):
+    code, err, path, out = run_cli(tmp_path, text, capsys=capsys)
+    assert code == 2 and out == "", out
+    one_line_error(err, path)
+    assert "'contents' parameter of the scenario file" in err and "got 'nothing'." in err, err
+
+
 def test_missing_file(tmp_path, capsys):
     code = main(["run", str(tmp_path / "nope.toml")])
     err = capsys.readouterr().err

@@ -385,7 +385,12 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     (['sequential', 'cap=1'], {'workload.cap': 1})
     """
     path = Path(path)
-    return scenario_from_data(read_toml(path), path, overrides)
+    data = read_toml(path)
+    if not data:       # a file saved empty, or all comments: the defaults would run unasked
+        raise ConfigError.parameter("the scenario file", "contents", "at least one table "
+                                    "([scenario], [workload], ...: see scenarios/)",
+                                    "nothing").at(str(path))
+    return scenario_from_data(data, path, overrides)
 
 
 def scenario_from_data(data: dict[str, Any], path: Path,
