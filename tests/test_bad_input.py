@@ -166,6 +166,7 @@ def test_a_bad_option_is_refused_in_one_line_before_the_run(tmp_path, capsys, op
     assert code == 2 and out == "", (err, out)
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"'{option[2:]}' parameter" in err and message in err, err
+    assert err.startswith("simbatch: error: The '"), err   # not placed in the file
 
 
 def test_cli_process_exits_2_without_traceback(tmp_path):

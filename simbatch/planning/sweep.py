@@ -84,6 +84,8 @@ def run_scenario(scenario: Scenario, *, replications: int | None = None,
     try:
         records = (executor or SerialExecutor()).run(tasks, progress)
     except ConfigError as exc:
+        if exc.owner == "simbatch":       # the command line's (--scheduler), not the file's
+            raise
         raise scenario.locate(exc, _case_of(exc, scenario)) from None
     out = []
     for i, case in enumerate(scenario.cases):
