@@ -144,19 +144,30 @@ def _parser() -> argparse.ArgumentParser:
 
 def _writable(command: str, field: str, value: str, directory: bool = False) -> Path:
     """An output path (``--out``, ``--plots``), checked before the work rather than after it:
-    a directory that can be made and written (``directory``), or a file in one."""
+    a directory that can be made and written (``directory``), or a file in one. The check
+    makes the missing directories to see that it can, and removes them again: a run refused
+    later (a bad scenario) leaves nothing behind; the writer makes them."""
     path = Path(value)
     where = path if directory else path.parent
+    made: list[Path] = []
     try:
         if path.is_dir() and not directory:
             raise IsADirectoryError(21, "is a directory")
-        where.mkdir(parents=True, exist_ok=True)
+        missing = [d for d in (where, *where.parents) if not d.exists()]
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+        if not where.is_dir():
+            raise NotADirectoryError(20, "not a directory")
         if not os.access(where, os.W_OK):
             raise PermissionError(13, "not writable")
     except OSError as exc:
         kind = "a directory" if directory else "a file"
         raise ConfigError.parameter(command, field, f"{kind} that can be written",
                                     f"{value} ({exc.strerror})") from None
+    finally:
+        for d in reversed(made):
+            d.rmdir()
     return path
 
 

@@ -169,6 +169,19 @@ def test_a_bad_option_is_refused_in_one_line_before_the_run(tmp_path, capsys, op
     assert err.startswith("simbatch: error: The '"), err   # not placed in the file
 
 
+def test_a_refused_scenario_leaves_no_output_directory_behind(tmp_path, capsys):
+    # the output paths are checked before the scenario is read, without making anything
+    text = GOOD.replace("timeout_ms = 5", "timeout_ms = -5")
+    code, err, path, _ = run_cli(tmp_path, text, "--out", str(tmp_path / "new/deeper/t.csv"),
+                                 "--plots", str(tmp_path / "plots/here"), capsys=capsys)
+    assert code == 2 and "[batcher] timeout_ms" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
+    # and a good one makes them when it writes
+    code, err, _, _ = run_cli(tmp_path, GOOD, "--out", str(tmp_path / "new/deeper/t.csv"),
+                              capsys=capsys)
+    assert code == 0 and (tmp_path / "new/deeper/t.csv").is_file(), err
+
+
 def test_cli_process_exits_2_without_traceback(tmp_path):
     path = tmp_path / "neg.toml"
     path.write_text(GOOD.replace("timeout_ms = 5", "timeout_ms = -5"))
