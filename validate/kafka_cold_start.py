@@ -233,6 +233,10 @@ def read_followers(out: Path) -> pd.DataFrame:
             runs.filter(like="fetcher_cpu_s_").shape[1] < 2:
         raise HarnessError(f"{path}: not the follower runs' table (gap_ms, messages and "
                            "fetcher_cpu_s_<broker> of each broker)")
+    bad = runs[~(pd.to_numeric(runs["messages"], errors="coerce") > 0)]
+    if len(bad):
+        raise HarnessError(f"{path}: row {bad.index[0] + 2}: messages must be a count above 0; "
+                           f"got {bad['messages'].iloc[0]}")
     cpu = np.sort(runs.filter(like="fetcher_cpu_s_").to_numpy(), axis=1)[:, -2:]
     runs["us_per_append"] = cpu.mean(axis=1) / runs["messages"] * 1e6
     return runs

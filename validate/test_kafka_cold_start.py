@@ -137,6 +137,18 @@ def test_a_follower_table_without_its_columns_is_refused_with_its_path(tmp_path)
         read_followers(tmp_path)
 
 
+@pytest.mark.parametrize("messages", ["0", "-3", "many"])
+def test_a_follower_run_without_messages_is_refused_by_row(tmp_path, messages):
+    # CPU per append over no appends used to read inf
+    from validate.kafka_cold_start import FOLLOWERS_CSV
+
+    (tmp_path / FOLLOWERS_CSV).write_text("gap_ms,messages,fetcher_cpu_s_0,fetcher_cpu_s_1\n"
+                                          f"1,400,0.1,0.1\n1,{messages},0.1,0.1\n")
+    with pytest.raises(HarnessError, match=f"{FOLLOWERS_CSV}: row 3: messages must be a "
+                                           "count above 0; got"):
+        read_followers(tmp_path)
+
+
 def test_the_followers_cold_start_is_written_into_the_broker_s_models_file(tmp_path):
     # into a copy of the shipped file: the value and its note, once however often written
     from validate.calibrate_kafka import broker_model_path, model_broker
