@@ -138,7 +138,7 @@ def _child(kind: str, n_inputs: int, cap: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--inputs", type=int, default=1_000_000)
     parser.add_argument("--naive-inputs", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=3,

@@ -54,7 +54,7 @@ def _child(seconds: float, rate: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--seconds", type=float, default=10.0, help="simulated seconds")
     parser.add_argument("--rate", type=float, default=1.3e6, help="messages per second")
     parser.add_argument("--repeats", type=int, default=1, help="runs, each a fresh process")

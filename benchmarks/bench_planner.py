@@ -43,7 +43,7 @@ def sweep_seconds(workers: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--repeats", type=int, default=2, help="alternating repetitions")
     parser.add_argument("--skip-questions", action="store_true",
                         help="time only the 200-case sweep")

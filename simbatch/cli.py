@@ -46,7 +46,7 @@ def _int(name: str, minimum: int):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="simbatch", description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = _Parser(prog="simbatch", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     from . import native
 
     built = native.compiled()

@@ -216,7 +216,7 @@ def _measure(args, server: Server, grid: dict) -> tuple[pd.DataFrame, Path, dict
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROG, allow_abbrev=False, description=__doc__.splitlines()[0],
+        prog=PROG, allow_abbrev=False, description=__doc__.split("\n\n")[0],
         epilog=f"The server: {ENV_HOST}=host[:port] (and optionally "
                "SIMBATCH_AEROSPIKE_NAMESPACE, default 'test', SIMBATCH_AEROSPIKE_SET, default "
                "'utxo'). Exit status: 0 within tolerance, 1 out of tolerance, 2 could not run.")

@@ -1027,7 +1027,7 @@ def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--run", type=Path, default=HARNESS / "data" / "full6")
     ap.add_argument("--host", type=Path, default=ROOT / "models" / "host-loopback.toml")
     ap.add_argument("--costs", type=Path, default=ROOT / "models" / "gobatcher-costs-loopback.toml",

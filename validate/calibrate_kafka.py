@@ -1288,7 +1288,7 @@ def main() -> None:
     from validate.kafka_broker import KAFKA_VERSION, BrokerError, KafkaBroker
     from validate.kafka_harness import HarnessError, user_bootstrap
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--ci", action="store_true",
                         help="measure only the subset the test suite runs (CI_CONFIGS)")
     parser.add_argument("--configs", default=None,

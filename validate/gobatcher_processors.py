@@ -93,7 +93,7 @@ def by_history(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("run", type=Path, help="a validate/gobatcher run directory with items.csv")
     args = ap.parse_args(argv)
     try:

@@ -263,7 +263,7 @@ def _terminated(signum: int, _frame: object) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch", allow_abbrev=False)
     sp = sub.add_parser("start", allow_abbrev=False)

@@ -361,7 +361,7 @@ def main() -> None:
     from validate.calibrate_kafka import broker_model_path, model_broker
     from validate.kafka_broker import BrokerError
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--replicas", type=int, choices=(1, 3), default=1,
                         help="3: the followers' fetcher threads on a cluster of three")

@@ -329,7 +329,7 @@ def summary(rounds: Sequence[Round], shipped: dict | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--reps", type=int, default=REPS)
     parser.add_argument("--warm", type=int, default=WARM_ROUNDS)

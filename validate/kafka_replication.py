@@ -365,7 +365,7 @@ def table(rows: list[Row]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--reps", type=int, default=REPS)
     parser.add_argument("--warm", type=int, default=WARM_ROUNDS)
     parser.add_argument("--out", type=Path, default=Path("kafka-replication"))

@@ -225,7 +225,7 @@ def main() -> None:
     from validate.kafka_broker import BrokerError
     from validate.kafka_replication import CONFIGS, WARM_ROUNDS
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--config", choices=list(CONFIGS), default="dense")
     parser.add_argument("--reps", type=int, default=4)
     parser.add_argument("--warm", type=int, default=WARM_ROUNDS)

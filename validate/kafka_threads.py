@@ -159,7 +159,7 @@ def table(result: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--reps", type=int, default=6)
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
                         help="comma-separated dense configurations (CPU_CONFIGS)")
