@@ -818,6 +818,16 @@ def measured_gc(runs: list[np.ndarray]) -> tuple[float, float, float]:
             float(np.median([r["broker_alloc_mb"][0] for r in runs])))
 
 
+def measured_pauses(runs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every young pause of the runs (ms) and what each left in the survivor spaces (MB;
+    NaN in a run recorded before the harness measured it): a pause's length follows what
+    the collection copied (``simbatch/kafka/gc.py``)."""
+    pauses = np.concatenate([r["gc_pause_s"][np.isfinite(r["gc_pause_s"])] for r in runs])
+    survivors = np.concatenate([r["gc_survivor_mb"][np.isfinite(r["gc_pause_s"])]
+                                for r in runs])
+    return pauses * 1e3, survivors
+
+
 def serving_cpu_s(rec: np.ndarray) -> float:
     """The broker JVM's CPU over a run's timed span less its JIT compiler threads'
     (``broker_jit_cpu_s``, where measured): the compiler's bursts are the JVM warming up, not
@@ -1029,8 +1039,17 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
             rows[-1]["broker"] = brokers[0] if brokers else None
             if gc_pred:
                 rows[-1]["gc"] = (measured_gc(m.runs), tuple(gc_pred))
+                rows[-1]["pauses"] = (measured_pauses(m.runs), gc[0]["pause_ms"])
         # load: the machine's 1-minute load average as the runs started (median)
     return rows
+
+
+def _median_range(values: np.ndarray) -> str:
+    """``median (min-max, n)`` of the finite ``values``, or ``none``."""
+    v = values[np.isfinite(values)]
+    if not v.size:
+        return "none"
+    return f"{np.median(v):.1f} ({v.min():.1f}-{v.max():.1f}, {v.size})"
 
 
 def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> list[str]:
@@ -1057,6 +1076,13 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
               f"measured {mg[2]:.0f} MB, predicted {pg[2]:.0f} MB (jstat; the model's "
               "collections fitted on the session's other runs)"
               for r in rows if "gc" in r for mg, pg in [r["gc"]]]
+    lines += [f"{r['config']}: young pauses measured {_median_range(own[0])} ms"
+              + (f" after which the survivor spaces held {_median_range(own[1])} MB"
+                 if np.isfinite(own[1]).any() else "")
+              + f"; the model draws from {_median_range(np.asarray(model, float))} ms, the "
+              "session's other runs' (a pause's length follows what it copies, which the model "
+              "does not draw: simbatch/kafka/gc.py)"
+              for r in rows if "pauses" in r for own, model in [r["pauses"]]]
     lines += [f"{r['config']}: broker fitted on the session's other runs: "
               f"{b['request_cpu_us']:.0f} us per request unit, a cold start "
               f"{b['cold_us']:.0f} us after {b['cold_after_us']:.0f} us idle"

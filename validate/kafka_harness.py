@@ -49,7 +49,9 @@ requests the producer sent and the Fetch requests the consumer sent over the tim
 ``broker_alloc_mb`` and ``broker_eden_mb``, what the broker JVM allocated over the timed span
 and its eden's size, ``gc_pause_s``, its young collections' pauses over that span, one per
 row from the first (NaN below), and ``gc_remark_s``, its marking cycles' stops the same way
-(Remark and Cleanup of one cycle together), all from ``jstat -gc PID 100`` (:class:`GcSampler`,
+(Remark and Cleanup of one cycle together), and ``gc_survivor_mb``, what each young
+collection left in the survivor spaces (``S0U + S1U`` after it: what it copied there), one
+per row beside its pause, all from ``jstat -gc PID 100`` (:class:`GcSampler`,
 started during the warm-up pause so that its own JVM's start-up is not in the span; NaN
 without the broker's pid or a JDK's ``jstat``); ``broker_data_cpu_s``, ``broker_jit_cpu_s``
 and ``broker_gc_cpu_s``, the part of ``broker_cpu_s`` its request path, its JIT compiler and
@@ -102,7 +104,7 @@ import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -110,7 +112,7 @@ COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "
            "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
            "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s",
-           "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s",
+           "gc_survivor_mb", "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s",
            "broker_data_switches", "broker_data_preempted", "broker_data_runq_s",
            "client_int_p50_s", "client_int_p99_s")
 STALL_MIN_S = 0.002
@@ -258,8 +260,8 @@ def process_cpu_s(pid: int | None) -> float:
 
 class GcSampler:
     """The broker JVM's heap as ``jstat -gc PID 100`` (the JDK's tool) prints it:
-    :meth:`stop` returns (MB allocated, eden MB, young pauses in s, marking cycles' stops in
-    s) over the timed span, which starts at :meth:`start_span`.
+    :meth:`stop` returns its :class:`GcFigures` over the timed span, which starts at
+    :meth:`start_span`.
 
     jstat is started before the span, during the warm-up: it is a JVM, and its start-up
     takes ~0.23 s of CPU in its first 150 ms (1.5 of this machine's 2 vCPUs; measured
@@ -298,9 +300,9 @@ class GcSampler:
         """The timed span starts now: samples before it are the baseline only."""
         self._span_start = time.perf_counter()
 
-    def stop(self) -> tuple[float, float, list[float], list[float]]:
+    def stop(self) -> GcFigures:
         if self.proc is None:
-            return float("nan"), float("nan"), [], []
+            return GcFigures(float("nan"), float("nan"), [], [], [])
         time.sleep(0.15)                 # one more sample after the span
         self.kill()
         return gc_figures(span_text(self._lines, self._span_start))
@@ -329,9 +331,25 @@ def span_text(lines: list[tuple[float, str]], start: float) -> str:
     return "".join([lines[0][1]] + [ln for _, ln in lines[first:]])
 
 
-def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
-    """(MB allocated, median eden MB, young pauses in s, marking cycles' stops in s) from
-    ``jstat -gc`` output.
+class GcFigures(NamedTuple):
+    """The broker JVM's heap over a span (:func:`gc_figures`)."""
+
+    alloc_mb: float
+    """What it allocated."""
+    eden_mb: float
+    """Eden's median size."""
+    pauses: list[float]
+    """Each young collection's pause (s)."""
+    remarks: list[float]
+    """Each marking cycle's stops, its Remark and Cleanup together (s)."""
+    survivors_mb: list[float]
+    """Beside each pause, the survivor spaces' use after it (``S0U + S1U``, MB): the live
+    young objects the collection copied, which its length follows (G1 copies every live
+    object out of the young regions it collects; NaN where jstat's output lacks them)."""
+
+
+def gc_figures(text: str) -> GcFigures:
+    """The broker's :class:`GcFigures` from ``jstat -gc`` output.
 
     A collection counts itself when it starts and adds its time when it ends (HotSpot's
     ``TraceCollectorStats`` is a ``PerfTraceTimedEvent``: its constructor increments the
@@ -345,8 +363,7 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
     pauses of 0.5 ms: 2 of the 16 in ``models/kafka-loopback.toml``. A collection under 0.5
     ms, which jstat's whole milliseconds read as 0, would merge into the next; ``-Xlog:gc``
     shows none under 3 ms on the local broker.)"""
-    nothing: tuple[float, float, list[float], list[float]] = (float("nan"), float("nan"),
-                                                              [], [])
+    nothing = GcFigures(float("nan"), float("nan"), [], [], [])
     lines = [ln.split() for ln in text.splitlines() if ln.strip()]
     if len(lines) < 3:
         return nothing
@@ -359,9 +376,10 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
             continue
     if len(rows) < 2:
         return nothing
-    kb, pauses, remarks = 0.0, [], []
+    kb, pauses, remarks, survivors = 0.0, [], [], []
     pending = 0                    # collections counted whose time is not in yet
     for i, (a, b) in enumerate(zip(rows, rows[1:])):
+        left = (b["S0U"] + b["S1U"]) / 1024 if "S0U" in b and "S1U" in b else float("nan")
         n = int(b["YGC"] - a["YGC"])
         if n == 0:
             kb += max(0.0, b["EU"] - a["EU"])
@@ -371,16 +389,20 @@ def gc_figures(text: str) -> tuple[float, float, list[float], list[float]]:
         if took > 0:
             if pending + n:
                 pauses += [took / (pending + n)] * (pending + n)
+                survivors += [left] * (pending + n)
             elif i == 0:                 # under way at the span's first sample
                 pauses.append(took)
+                survivors.append(left)
             elif pauses:                 # the rest of one counted (and timed) already
                 pauses[-1] += took
+                survivors[-1] = left
             pending = 0
         else:
             pending += n
         if b.get("CGCT", 0.0) > a.get("CGCT", 0.0):       # a cycle's Remark and Cleanup
             remarks.append(b["CGCT"] - a["CGCT"])
-    return kb / 1024, float(np.median([r["EC"] for r in rows])) / 1024, pauses, remarks
+    return GcFigures(kb / 1024, float(np.median([r["EC"] for r in rows])) / 1024, pauses,
+                     remarks, survivors)
 
 
 THREAD_GROUPS = (("data", re.compile(r"^data-plane-kafk")),
@@ -643,10 +665,12 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                 break
         cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
         threads1 = thread_usage(broker_pid)
-        alloc_mb, eden_mb, pauses, remarks = heap.stop()
-        rec["broker_alloc_mb"], rec["broker_eden_mb"] = alloc_mb, eden_mb
-        rec["gc_pause_s"][:len(pauses)] = pauses[:n]
-        rec["gc_remark_s"][:len(remarks)] = remarks[:n]
+        heap_figures = heap.stop()
+        rec["broker_alloc_mb"], rec["broker_eden_mb"] = heap_figures[:2]
+        for column, values in (("gc_pause_s", heap_figures.pauses),
+                               ("gc_remark_s", heap_figures.remarks),
+                               ("gc_survivor_mb", heap_figures.survivors_mb)):
+            rec[column][:min(len(values), n)] = values[:n]
         time.sleep(1.5 * STATS_MS / 1e3)         # the clients' statistics after the run
         rec["produce_requests"], rec["fetch_requests"] = np.subtract(request_counts(stats),
                                                                      requests0)
