@@ -63,20 +63,21 @@ the broker alone, not the harness beside it), so it was not kept.
 
 Not modelled either: what sets a pause's length. Each is drawn from ``pause_ms`` alone,
 while G1's pause follows what the collection copies (every live object out of the young
-regions). Measured on the local broker (2026-11-29: ``jstat -gc`` at 100 ms, the survivor
-spaces' use after each collection, ``S0U + S1U``, which the harness now records as
-``gc_survivor_mb``; 28 young collections over 12 runs of six configurations at 4 to 32
-partitions and 250 to 2000 msg/s): the 10 that left 0.7-2.1 MB in the survivor spaces paused
-3-6 ms (mean 4.6), the 18 that left 4.5-7.5 MB 5-13 ms (median 9.5). The survivors stayed at
-~5-7 MB over a round of runs and then fell to ~1-2 MB as a collection promoted them (the old
-generation grew 1-3 MB). A likely source, not yet measured apart: each harness run creates
-its own topic, whose long-lived objects would age in the survivor spaces until they are
-tenured, which a production broker's long-lived topics would not. If so, a session's pauses
-depend on how many collections ran since its recent topics were created, not only on the
-configuration. CI's rung takes its pauses from the session's other runs (few collections
-each), which read 12, 12 and 20 ms in one job (CI 84) against the rung's own 4-10; in a
-run of the calibration's tests the same day, the other runs' pauses read 15 and 16 ms at
-6.5 and 6.9 MB of survivors (and 5 ms at 1.2), the rung's 13 read 4-11 ms at 1.0-3.6 MB.
+regions) and the CPU its threads get. Measured on the local broker (2026-11-29: ``jstat
+-gc`` at 100 ms, the survivor spaces' use after each collection, ``S0U + S1U``, which the
+harness now records as ``gc_survivor_mb``; 28 young collections over 12 harness runs of six
+configurations at 4 to 32 partitions and 250 to 2000 msg/s): the 10 that left 0.7-2.1 MB in
+the survivor spaces paused 3-6 ms (mean 4.6), the 18 that left 4.5-7.5 MB 5-13 ms (median
+9.5). The survivors stayed at ~5-7 MB over a round of runs and then fell to ~1-2 MB as a
+collection promoted them (the old generation grew 1-3 MB). New topics raise them, and each
+harness run creates its own: on a broker fed by one producer alone, creating ten
+32-partition topics took them from 2.4-2.7 MB to 4.5-7.5 for the next 8-10 collections and
+the pauses from medians of 4-5.5 ms to 5.5-7 (``python -m validate.kafka_gc_survivors``,
+twice), which a production broker's long-lived topics would not do. CI's rung takes its
+pauses from the session's other runs (few collections each), which read 12, 12 and 20 ms in
+one job (CI 84) against the rung's own 4-10; in a run of the calibration's tests the same
+day, the other runs' pauses read 15 and 16 ms at 6.5 and 6.9 MB of survivors (and 5 ms at
+1.2), the rung's 13 read 4-11 ms at 1.0-3.6 MB.
 
 Simplifications: G1's adaptive eden size is one measured figure; mixed collections count
 as young ones; the consumer's idle polls (no data) are in the idle rate; allocation during a
