@@ -18,7 +18,10 @@ the survivor spaces (``S0U + S1U``), with the old generation's use. About two mi
 Measured on 2026-11-29 (this project's 2-vCPU VM, the defaults), twice: the survivors
 2.4-2.7 MB over the steady collections, 6.8 and 7.5 MB at the first after the ten topics
 were created, then 6.0-7.0 and 4.5-6.0 over the next 8-10 (none promoted within 55 s); the
-pauses 3-9 ms before (medians 5.5 and 4), 7-11 and 4-10 after (medians 7 and 5.5).
+pauses 3-9 ms before (medians 5.5 and 4), 7-11 and 4-10 after (medians 7 and 5.5). The
+second figure of each pair is from a first version of this script (the same steps), whose
+two collections in the broker's first 8 s (16 and 13 ms, at 11.5 and 3.0 MB: the broker's
+own start-up) are left out of it.
 """
 
 from __future__ import annotations
