@@ -1037,7 +1037,7 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
                 [r["fetch_requests"][0] / r["produce_requests"][0] for r in m.runs])),
                 fetch_ratio)
             rows[-1]["broker"] = brokers[0] if brokers else None
-            if gc_pred:
+            if gc_pred and gc is not None:
                 rows[-1]["gc"] = (measured_gc(m.runs), tuple(gc_pred))
                 rows[-1]["pauses"] = (measured_pauses(m.runs), gc[0]["pause_ms"])
         # load: the machine's 1-minute load average as the runs started (median)

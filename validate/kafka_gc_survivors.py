@@ -101,7 +101,7 @@ def measure(rate: float, partitions: int, topics: int, before_s: float,
         produce(after_s)
         time.sleep(0.3)
         heap.kill()
-        return heap._lines, marks
+        return heap.lines, marks
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -296,6 +296,11 @@ class GcSampler:
         for line in self.proc.stdout:
             self._lines.append((time.perf_counter(), line))
 
+    @property
+    def lines(self) -> list[tuple[float, str]]:
+        """jstat's lines so far, each with the ``time.perf_counter()`` it was read at."""
+        return self._lines
+
     def start_span(self) -> None:
         """The timed span starts now: samples before it are the baseline only."""
         self._span_start = time.perf_counter()
