@@ -36,13 +36,9 @@ def collections(lines: list[tuple[float, str]], marks: dict[str, float]) -> list
     (time, line), the header first): when its pause ended (the sample its time grew in),
     the phase (the last of ``marks``, name -> time, before it), its pause (ms), the survivor
     spaces' and the old generation's use after it (MB)."""
-    head = lines[0][1].split() if lines else []
-    samples = []
-    for t, line in lines[1:]:
-        try:
-            samples.append((t, dict(zip(head, map(float, line.split()), strict=True))))
-        except ValueError:
-            continue                  # a line cut short as jstat stops
+    from validate.kafka_harness import jstat_samples
+
+    samples = jstat_samples(lines)
     out = []
     for (_, a), (t, b) in zip(samples, samples[1:]):
         if b["YGCT"] > a["YGCT"]:

@@ -353,6 +353,19 @@ class GcFigures(NamedTuple):
     object out of the young regions it collects; NaN where jstat's output lacks them)."""
 
 
+def jstat_samples(lines: list[tuple[float, str]]) -> list[tuple[float, dict[str, float]]]:
+    """jstat's samples, each (time read, its columns by name), from its lines (time read,
+    line; the header first); a line cut short as jstat is stopped is left out."""
+    head = lines[0][1].split() if lines else []
+    samples = []
+    for t, ln in lines[1:]:
+        try:
+            samples.append((t, dict(zip(head, map(float, ln.split()), strict=True))))
+        except ValueError:
+            continue
+    return samples
+
+
 def gc_figures(text: str) -> GcFigures:
     """The broker's :class:`GcFigures` from ``jstat -gc`` output.
 
@@ -369,16 +382,8 @@ def gc_figures(text: str) -> GcFigures:
     ms, which jstat's whole milliseconds read as 0, would merge into the next; ``-Xlog:gc``
     shows none under 3 ms on the local broker.)"""
     nothing = GcFigures(float("nan"), float("nan"), [], [], [])
-    lines = [ln.split() for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 3:
-        return nothing
-    head = lines[0]
-    rows = []
-    for ln in lines[1:]:           # a line cut short as jstat is stopped is left out
-        try:
-            rows.append(dict(zip(head, map(float, ln), strict=True)))
-        except ValueError:
-            continue
+    rows = [row for _, row in jstat_samples([(0.0, ln) for ln in text.splitlines()
+                                             if ln.strip()])]
     if len(rows) < 2:
         return nothing
     kb, pauses, remarks, survivors = 0.0, [], [], []
