@@ -36,8 +36,9 @@ the 1 ms delivery-report poller while the message was in flight) and ``steal_sha
 run's: CPU time the hypervisor took from the VM, /proc/stat ``steal``, over the run's CPU
 time; it also slows the broker, which the harness's own stalls do not show); and, per run
 (the same value in every row), ``broker_cpu_s`` (the broker JVM's CPU time, utime + stime of
-``/proc/PID/stat``, from the first publish until every message was consumed; NaN without the
-broker's pid or for the Go and Java harnesses), ``machine_cpu_s`` (the whole machine's busy
+``/proc/PID/stat``, from the first publish until every message was consumed; a local
+cluster's JVMs summed where :func:`run` is given each's pid; NaN without the broker's pid or
+for the Go and Java harnesses), ``machine_cpu_s`` (the whole machine's busy
 CPU time over that span, all CPUs: /proc/stat user, nice, system, irq, softirq; what is not
 the broker's is other load on its cores: this harness, and whatever else runs) and
 ``timed_s`` (that span's wall time); and ``broker_idle_cores``, the broker's CPU time over
@@ -102,6 +103,7 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -220,11 +222,14 @@ class OuterBatcher(threading.Thread):
 
 
 def run(bootstrap: str | None, config: HarnessConfig,
-        out_csv: str | Path | None = None, broker_pid: int | None = None) -> np.ndarray:
+        out_csv: str | Path | None = None,
+        broker_pid: int | Sequence[int] | None = None) -> np.ndarray:
     """Measure one configuration with its client on the broker at ``bootstrap`` (None: the
     user's, :func:`user_bootstrap`); returns a structured array with :data:`COLUMNS` (and
     writes it to ``out_csv`` if given). ``broker_pid``: the local broker's process, whose CPU
-    time the librdkafka harness records (``broker_cpu_s``)."""
+    time the librdkafka harness records (``broker_cpu_s``), or a local cluster's processes,
+    whose CPU times it records summed (then without ``jstat``'s heap figures: those are one
+    JVM's)."""
     bootstrap = bootstrap or user_bootstrap()
     if bootstrap is None:
         raise HarnessError(f"no Kafka broker named: pass one, or set {ENV}=host:port")
@@ -528,8 +533,19 @@ def machine_cpu_s() -> float:
         return float("nan")
 
 
-def _run_librdkafka(bootstrap: str, config: HarnessConfig,
-                    out_csv: str | Path | None, broker_pid: int | None = None) -> np.ndarray:
+def _cpu_s(pids: tuple[int, ...]) -> float:
+    """:func:`process_cpu_s` summed over ``pids``; NaN for none."""
+    return sum(process_cpu_s(pid) for pid in pids) if pids else float("nan")
+
+
+def _threads(pids: tuple[int, ...]) -> dict[str, float]:
+    """:func:`thread_usage` summed over ``pids``."""
+    usage = [thread_usage(pid) for pid in pids or (None,)]
+    return {key: sum(u[key] for u in usage) for key in usage[0]}
+
+
+def _run_librdkafka(bootstrap: str, config: HarnessConfig, out_csv: str | Path | None,
+                    broker_pid: int | Sequence[int] | None = None) -> np.ndarray:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -622,11 +638,13 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     for p in range(config.n_partitions):
         producer.produce(topic, value=b"%012d" % -1, partition=p)
     producer.flush(config.connect_timeout_s)
-    heap = GcSampler(broker_pid)          # before the warm-up: its start-up is a JVM's
+    pids = ((broker_pid,) if isinstance(broker_pid, int)
+            else tuple(broker_pid) if broker_pid is not None else ())
+    heap = GcSampler(pids[0] if len(pids) == 1 else None)   # before the warm-up: a JVM too
     try:
-        idle0, idle_t0 = process_cpu_s(broker_pid), time.perf_counter()
+        idle0, idle_t0 = _cpu_s(pids), time.perf_counter()
         time.sleep(config.warmup_s)
-        rec["broker_idle_cores"] = ((process_cpu_s(broker_pid) - idle0)
+        rec["broker_idle_cores"] = ((_cpu_s(pids) - idle0)
                                     / (time.perf_counter() - idle_t0))
         outer = None
         if config.outer_linger_ms is not None:
@@ -646,8 +664,8 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
     requests0 = request_counts(stats)
     windows = []
     heap.start_span()
-    threads0 = thread_usage(broker_pid)
-    cpu0, machine0, timed0 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
+    threads0 = _threads(pids)
+    cpu0, machine0, timed0 = _cpu_s(pids), machine_cpu_s(), time.perf_counter()
     cpu1 = machine1 = timed1 = float("nan")
     threads1 = {name: float("nan") for name in threads0}
     try:
@@ -673,8 +691,8 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig,
                 error = (f"the broker at {bootstrap} stopped answering: {consumed[0]} of {n} "
                          f"messages consumed, none for {config.stall_timeout_s:g} s")
                 break
-        cpu1, machine1, timed1 = process_cpu_s(broker_pid), machine_cpu_s(), time.perf_counter()
-        threads1 = thread_usage(broker_pid)
+        cpu1, machine1, timed1 = _cpu_s(pids), machine_cpu_s(), time.perf_counter()
+        threads1 = _threads(pids)
         heap_figures = heap.stop()
         rec["broker_alloc_mb"], rec["broker_eden_mb"] = heap_figures[:2]
         for column, values in (("gc_pause_s", heap_figures.pauses),

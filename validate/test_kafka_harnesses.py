@@ -123,6 +123,34 @@ def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
     assert all(v != v for v in thread_usage(None).values())
 
 
+def test_a_clusters_cpu_is_its_processes_summed():
+    import subprocess
+    import sys
+    import time
+
+    from validate.kafka_harness import _cpu_s, _threads, process_cpu_s
+
+    # two processes that burn 0.2 s of CPU and stop themselves, so the sum holds still
+    burn = ("import os, signal, time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.2: pass\nos.kill(os.getpid(), signal.SIGSTOP)")
+    burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 30
+        for b in burners:
+            while open(f"/proc/{b.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                assert time.monotonic() < deadline, "the burner never stopped"
+                time.sleep(0.01)
+        pids = tuple(b.pid for b in burners)
+        assert _cpu_s(pids) == sum(process_cpu_s(p) for p in pids) >= 0.3
+        assert _threads(pids) == {key: 0.0 for key in _threads(pids)}   # no broker threads
+        assert _cpu_s(()) != _cpu_s(())                                  # none: NaN
+        assert all(v != v for v in _threads(()).values())
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+
+
 def test_the_clients_internal_latency_is_the_median_of_its_statistics_windows():
     import json
 

@@ -24,8 +24,8 @@ TOLERANCE = 0.25
 def rows(kafka_libs, harnesses, tmp_path_factory):
     names = ("sparse", "dense") + (() if harnesses["franz-go"] else ("franz-go-sparse",))
     runs = measure(tmp_path_factory.mktemp("replication"), reps=3, names=names)
-    out = judge(runs)
-    print("\n" + table(out))
+    out, note = judge(runs)
+    print("\n" + table(out) + "\n" + note)
     return {(r.name, r.replication): r for r in out}
 
 
@@ -105,3 +105,33 @@ def test_the_least_noisy_runs_are_kept_in_order_and_the_others_set_aside(tmp_pat
         ["sparse-rf1-0.csv", "sparse-rf1-2.csv", "sparse-rf1-3.csv"]
     assert [p.name for p in (tmp_path / "discarded").iterdir()] == ["sparse-rf1-1.csv"]
     assert len(read(tmp_path)[("sparse", 1)]) == 3        # --from-csv judges what was kept
+
+
+
+def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models():
+    from validate.kafka_harness import COLUMNS
+    from validate.kafka_replication import config_of, judge
+
+    rng = np.random.default_rng(7)
+
+    def a_run(n: int, gap_s: float, round_trip_s: np.ndarray) -> np.ndarray:
+        rec = np.zeros(n, dtype=[(c, "f8") for c in COLUMNS])
+        rec["msg"] = np.arange(n)
+        rec["produce_s"] = rec["publish_s"] = np.arange(n) * gap_s
+        rec["ack_s"] = rec["produce_s"] + round_trip_s
+        rec["consume_s"] = rec["ack_s"] + 0.0002
+        rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
+        rec["broker_cpu_s"] = np.nan
+        return rec
+
+    n = config_of("dense", 1).n_messages
+    fits = [a_run(200, 0.025, rng.gamma(4.0, 0.0002, 200)) for _ in range(2)]
+    dense = [a_run(n, 0.001, np.full(n, 0.010)) for _ in range(2)]
+    _, note = judge({("sparse", 1): fits, ("dense", 1): dense}, per_run=1)
+    assert note == "dense-rf1: the JVMs' CPU not measured", note
+    for rec, cores in zip(dense, (0.14, 0.16)):     # 2 s, 0.05 idle, 0.1 s of compiler
+        rec["timed_s"], rec["broker_idle_cores"], rec["broker_jit_cpu_s"] = 2.0, 0.05, 0.1
+        rec["broker_cpu_s"] = (cores + 0.05) * 2.0 + 0.1
+    _, note = judge({("sparse", 1): fits, ("dense", 1): dense}, per_run=1)
+    assert note.startswith("dense-rf1: the three JVMs' CPU beyond idle measured 0.150 cores "
+                           "(median of 2 runs), the model's 0."), note
