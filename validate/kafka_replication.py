@@ -71,16 +71,20 @@ table whose runs were kept (rows 1, 2, 4 and 5), measured / predicted: sparse 2.
 
 On another machine of the same type (2026-12-06: an AMD EPYC of family 26, its CPU about
 twice as fast, the calibration's rung scaling the shipped costs by 0.51), the three JVMs' CPU
-on the dense configuration at replication 1 read 0.191 cores beyond idle where the model's
-costs give 0.297 (the line :func:`judge` prints), but replication's wait did not shrink with
-it. From replication 1 to 3 the sparse configuration's p50 rose by 0.14 to 1.25 ms from one
-round of runs to the next (franz-go: 0.15 to 1.35), 0.77 and 0.64 ms on average over five
-rounds on one cluster, where the model adds 0.83 with the file's costs and ~0.5 with them
-scaled to the CPU measured; the runs whose topic the controller's broker led were no slower
-than the others. On the sparse configuration that wait is a dozen threads waking on an idle
-machine more than their CPU. The test's p50 at three replicas, within 25 % in every CI job
-before, missed in two of four sessions there (franz-go 0.97 ms measured against 1.63
-predicted; sparse 1.18 against 1.61): its rounds' p50s spread 2x within a session.
+on the dense configuration at replication 1 read 0.186-0.191 cores beyond idle where the
+model's costs give 0.297-0.300 (the line :func:`judge` prints), and inside the leader the
+wait halved with it: the sparse configuration's produce request at acks=all took 0.92-1.24
+ms (local 0.32-0.42, remote 0.51-0.64) against 0.24-0.48 at acks=1, six runs each
+(``python -m validate.kafka_request_log --config sparse --reps 6``; 1.85-2.21 against
+0.39-0.57 on 2026-11-29's machine). What the clients see did not follow: from replication
+1 to 3 the p50 rose by 0.08 to 0.74 ms in those six rounds (median 0.34, the log on), and
+in five sessions with it off by 0.14 to 1.35 ms from one round to the next, by 0.50, 0.77,
+0.90, 1.04 and 1.18 ms on average (librdkafka; franz-go alike), where the model adds 0.83
+with the file's costs and ~0.5 with them scaled to the CPU measured. So the costs are not
+scaled. The test's p50 at three replicas, within 25 % in every CI job before, would have
+missed in two of those five sessions (franz-go 0.97 ms measured against 1.63 predicted;
+sparse 1.18 against 1.61): its rounds' p50s spread 2x within a session, and the runs whose
+topic the controller's broker led were no slower than the others.
 
 A follower's append after an idle spell paid the request path's cold start (438 us) until
 2026-11-29; its fetcher thread's was measured apart since (``python -m
