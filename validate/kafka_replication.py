@@ -103,13 +103,13 @@ sessions' runs, ``--from-csv``): it is two errors that cancel.
   with it, so neither is in the model yet.
 
 The test's p50 at three replicas, within 25 % in every CI job before, missed on that
-machine in three of six sessions (franz-go 0.97 ms measured against 1.63 predicted; sparse
-1.18 against 1.61; and in a fresh-clone CI run sparse 1.14 against 1.59, franz-go 1.02
-against 1.48), and held in the others (sparse 1.68-2.15 ms measured, 1.69-1.88 predicted):
-its rounds' p50s spread 2x within a session (0.72, 1.15 and 1.66 ms in that CI run), the
-sessions' medians 1.0-2.2 ms, and the runs whose topic the controller's broker led were no
-slower than the others. So the sparse rows are non-strict xfails there too
-(``validate/test_kafka_replication.py``).
+machine in four of seven sessions (franz-go 0.97 ms measured against 1.63 predicted;
+sparse 1.18 against 1.61; in fresh-clone CI runs sparse 1.14 against 1.59 and franz-go 1.02
+against 1.48, and sparse 1.06 against 1.58; where the sparse row held, 1.68-2.15 ms
+measured, 1.69-1.88 predicted): its rounds' p50s spread 2x within a session (0.72, 1.15 and
+1.66 ms in the first of those CI runs), the sessions' medians 1.0-2.2 ms, and the runs whose
+topic the controller's broker led were no slower than the others. So the sparse rows are
+non-strict xfails there too (``validate/test_kafka_replication.py``).
 
 A follower's append after an idle spell paid the request path's cold start (438 us) until
 2026-11-29; its fetcher thread's was measured apart since (``python -m
