@@ -456,9 +456,7 @@ def cpu_samples(results: dict[str, Measured]) -> list[CpuSample]:
         fitted = fit_runs(m.fit_runs)
         for label, runs in ((name, m.runs), (CPU_FIT, m.cpu_fit_runs),
                             (fit_config(name), m.fit_runs)):
-            out += [CpuSample(label, serving_cpu_s(rec) / float(rec["timed_s"][0])
-                              - float(rec["broker_idle_cores"][0]),
-                              float(rec["broker_idle_cores"][0]), f, k)
+            out += [CpuSample(label, work_cores(rec), float(rec["broker_idle_cores"][0]), f, k)
                     for k, (f, rec) in enumerate(zip(fitted, runs, strict=True))
                     if np.isfinite(rec["broker_cpu_s"][0])]
     return out
@@ -837,6 +835,12 @@ def serving_cpu_s(rec: np.ndarray) -> float:
     jit = float(rec["broker_jit_cpu_s"][0]) if "broker_jit_cpu_s" in (rec.dtype.names or ()) \
         else math.nan
     return float(rec["broker_cpu_s"][0]) - (jit if math.isfinite(jit) else 0.0)
+
+
+def work_cores(rec: np.ndarray) -> float:
+    """What a run's traffic cost the broker (or a local cluster's JVMs): its serving CPU
+    (:func:`serving_cpu_s`) per second of the timed span, beyond its idle CPU."""
+    return serving_cpu_s(rec) / float(rec["timed_s"][0]) - float(rec["broker_idle_cores"][0])
 
 
 def measured_cpu(runs: list[np.ndarray]) -> float:

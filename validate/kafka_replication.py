@@ -382,9 +382,9 @@ CPU_ON = ("dense", 1)
 def judge(runs: dict, per_run: int = 5) -> tuple[list[Row], str]:
     """Fit each client on its :data:`FITS` runs, predict every configuration (module
     docstring); the rows, and a line with the three JVMs' CPU on :data:`CPU_ON`'s runs
-    beyond their idle CPU, less their compilers' (``calibrate_kafka.serving_cpu_s``),
-    measured beside the model's."""
-    from validate.calibrate_kafka import serving_cpu_s
+    beyond their idle CPU, less their compilers' (``calibrate_kafka.work_cores``), measured
+    beside the model's."""
+    from validate.calibrate_kafka import work_cores
 
     fits = {client: fit_runs(runs[f]) for client, f in FITS.items() if f in runs}
     broker = model_broker(HERE.parent / "models")
@@ -402,9 +402,9 @@ def judge(runs: dict, per_run: int = 5) -> tuple[list[Row], str]:
         rows.append(Row(name, rf, k, run_percentile(measured[:k], 0.5),
                         run_percentile(measured[:k], 0.99), got["p50"], got["p99"],
                         (name, rf) in FITS.values()))
-        cpu = [serving_cpu_s(r) / float(r["timed_s"][0]) - float(r["broker_idle_cores"][0])
-               for r in measured[:k] if np.isfinite(r["broker_cpu_s"][0])]
-        if (name, rf) == CPU_ON and cpu:
+        cpu = [work_cores(r) for r in measured[:k] if np.isfinite(r["broker_cpu_s"][0])] \
+            if (name, rf) == CPU_ON else []
+        if cpu:
             note = (f"{cfg.label}: the three JVMs' CPU beyond idle measured "
                     f"{np.median(cpu):.3f} cores (median of {len(cpu)} runs), the model's "
                     f"{got['broker_cpu'] - broker.get('idle_cores', 0.0):.3f}")
