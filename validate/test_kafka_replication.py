@@ -15,27 +15,48 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from validate.calibrate_kafka import kept, percentile
 from validate.conftest import need
 from validate.kafka_harness import HarnessConfig, HarnessError, run
-from validate.kafka_replication import FIT, judge, measure, table
+from validate.kafka_replication import judge, measure, table
 
 TOLERANCE = 0.25
 """The calibration suite's tolerance for p50 (issue 14: within 25 %)."""
 
 
 @pytest.fixture(scope="module")
-def rows(kafka_libs, harnesses, tmp_path_factory):
+def runs(kafka_libs, harnesses, tmp_path_factory):
     names = ("sparse", "dense") + (() if harnesses["franz-go"] else ("franz-go-sparse",))
-    runs = measure(tmp_path_factory.mktemp("replication"), reps=3, names=names)
+    return measure(tmp_path_factory.mktemp("replication"), reps=3, names=names)
+
+
+@pytest.fixture(scope="module")
+def rows(runs):
     out, note = judge(runs)
     print("\n" + table(out) + "\n" + note)
     return {(r.name, r.replication): r for r in out}
 
 
+def ack_floor(runs: list[np.ndarray]) -> float:
+    """Median over runs of each run's p10 of produce-to-ack time (its kept messages)."""
+    return float(np.median([percentile((r["ack_s"] - r["produce_s"])[kept(r)], 0.1)
+                            for r in runs]))
+
+
 @pytest.mark.kafka
-def test_replication_is_measured(rows):
-    # acks=all at three replicas: every record waits for the followers on the real cluster
-    assert rows[(FIT[0], 3)].measured_p50 > rows[FIT].measured_p50 * 1.3, rows
+@pytest.mark.parametrize("name", ["sparse", "franz-go-sparse"])
+def test_replication_is_measured(runs, harnesses, name):
+    # acks=all at three replicas: every record's ack waits for a follower's Fetch round, so
+    # the floor of the ack time rises. Judged on the floor (p10) of the acks, not on the
+    # end-to-end p50: the p50's rise spread 0.08-1.35 ms from round to round on 2026-12-06's
+    # machine and once read 0.92 ms at three replicas against 0.88 at one (a fresh-clone CI
+    # run), where the ack's p10 rose 1.8-5.0x in each of the nine sessions kept that day
+    # (median of three runs; librdkafka 0.27-0.55 to 0.63-1.76 ms, franz-go 0.27-0.77 to
+    # 0.69-1.79).
+    if name.startswith("franz-go"):
+        need(harnesses, "franz-go")
+    one, three = ack_floor(runs[(name, 1)]), ack_floor(runs[(name, 3)])
+    assert three > one * 1.3, (name, one, three)
 
 
 # The dense configuration at three replicas: within the band in the five recorded sessions
