@@ -6,18 +6,18 @@ Runs, each in a fresh process so that its peak resident memory is its own:
   first-item timer, pool of 64, 500 us flush), with the client's CPU off (the default) and
   on (``[go]``: every goroutine on 2 modelled processors with the costs of
   ``models/gobatcher-loopback.toml``, the host's timers of ``models/host-loopback.toml``);
-* with ``--native``, the CPU-on engine again, compiled by ``simbatch compile`` (mypyc;
-  built for the benchmark in a temporary copy of the package, about a minute), so that the
-  compiled and the Python engine are timed in the same run (the engine without ``[go]``
-  uses none of the compiled modules);
+* the CPU-on engine both ways, in the same run: compiled by ``simbatch compile`` (mypyc;
+  the README's setup builds it; if this install has no compiled modules, they are built
+  for the benchmark in a temporary copy of the package, about a minute) and as Python (a
+  copy of the package's sources alone); without a C compiler, Python alone, saying why.
+  The engine without ``[go]`` uses none of the compiled modules and runs as installed;
 * the naive design beside it: one SimPy process per item, a ``simpy.Store`` as the channel,
   and the worker racing ``Store.get`` against a ``Timeout`` with ``AnyOf`` (what SimPy users
   hand-build today).
 
 Goal (issues 2 and 11): the million-input block in under 10 s on one core, under 2 GiB, and
 at least 10x the naive design's items per second, with the CPU off and on.
-Usage: ``python benchmarks/bench_engine.py [--inputs N] [--naive-inputs N] [--reps R]
-[--native]``.
+Usage: ``python benchmarks/bench_engine.py [--inputs N] [--naive-inputs N] [--reps R]``.
 Timings on a shared machine are noisy: each of the R repetitions runs every design in turn,
 each ratio is taken within one repetition, and the table and the verdicts give medians
 (with the repetitions' range).
@@ -143,9 +143,6 @@ def main() -> None:
     parser.add_argument("--naive-inputs", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=3,
                         help="repetitions, each running every design in turn")
-    parser.add_argument("--native", action="store_true",
-                        help="also time the engine compiled by `simbatch compile`, built in "
-                             "a temporary copy of the package")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -153,34 +150,50 @@ def main() -> None:
         return
     if args.reps < 1:
         parser.error(f"--reps: must be at least 1; got {args.reps}")
-    kinds = [("engine", args.inputs), ("engine+cpu", args.inputs)]
-    with tempfile.TemporaryDirectory(prefix="bench-native-") as tmp:
-        env = dict(os.environ)
-        if args.native:
-            kinds.append(("engine+cpu, compiled", args.inputs))
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [tmp, env.get("PYTHONPATH")]))
-            _build_native(Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
+        envs = _cpu_on_engines(Path(tmp))
+        kinds = [("engine", args.inputs), *((kind, args.inputs) for kind in envs)]
         _bench(args, [(kind, n, cap) for kind, n in (*kinds, ("naive", args.naive_inputs))
-                      for cap in (64, 4096)], env)
+                      for cap in (64, 4096)], envs)
 
 
-def _build_native(root: Path) -> None:
+def _cpu_on_engines(tmp: Path) -> dict[str, dict[str, str] | None]:
+    """``{kind: the environment its child runs in}`` for the CPU-on engine compiled and as
+    Python: each a copy of the package put first on ``PYTHONPATH``, or ``None`` for the
+    package as installed."""
     from simbatch import native
 
+    def first_on_path(root: Path) -> dict[str, str]:
+        return {**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+
+    native.copy_package(tmp / "python")
+    envs: dict[str, dict[str, str] | None] = {"engine+cpu, Python": first_on_path(
+        tmp / "python")}
+    if native.compiled() == list(native.MODULES):
+        envs["engine+cpu, compiled"] = None
+        return envs
     t0 = time.perf_counter()
-    built = native.build(native.copy_package(root))
-    print(f"compiled {', '.join(built)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    try:
+        built = native.build(native.copy_package(tmp / "compiled"))
+    except native.NativeError as e:
+        print(f"{e}\ntiming the CPU-on engine as Python only", file=sys.stderr)
+        return envs
+    print(f"this install is not compiled: compiled {', '.join(built)} in a copy in "
+          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    envs["engine+cpu, compiled"] = first_on_path(tmp / "compiled")
+    return envs
 
 
 def _bench(args: argparse.Namespace, runs: list[tuple[str, int, int]],
-           native_env: dict[str, str]) -> None:
+           envs: dict[str, dict[str, str] | None]) -> None:
     reps: list[dict[tuple[str, int], dict]] = []
     for _ in range(args.reps):
         rep = {}
         for kind, n, cap in runs:
             out = subprocess.run([sys.executable, __file__, "--child", kind, str(n), str(cap)],
                                  capture_output=True, text=True, check=True,
-                                 env=native_env if kind.endswith("compiled") else None).stdout
+                                 env=envs.get(kind)).stdout
             r = json.loads(out.strip().splitlines()[-1])
             r["items_per_s"] = r["items"] / r["wall_s"]
             rep[(kind, cap)] = r
@@ -207,12 +220,11 @@ def _bench(args: argparse.Namespace, runs: list[tuple[str, int, int]],
                   f"({ratios[0]:.1f}-{ratios[-1]:.1f}x); goal (<10 s, <2048 MiB, >=10x): "
                   f"{'met' if met else 'NOT met'}")
     for kind in kinds:
-        if kind.endswith(", compiled"):
-            python = kind.removesuffix(", compiled")
+        if kind.endswith(", compiled") and (python := kind.replace("compiled", "Python")) in kinds:
             for cap in (64, 4096):
                 ratio = statistics.median(rep[(python, cap)]["wall_s"] / rep[(kind, cap)]["wall_s"]
                                           for rep in reps)
-                print(f"{kind}, fan-out {cap}: {ratio:.2f}x as fast as {python} in Python")
+                print(f"{kind}, fan-out {cap}: {ratio:.2f}x as fast as {python}")
     print(f"load average (1 min) at the end: {open('/proc/loadavg').read().split()[0]}")
 
 

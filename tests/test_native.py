@@ -2,8 +2,11 @@
 the same runs as the Python it is compiled from, and a compiled module never runs once its
 source has changed.
 
-The compiled build is made once for the module (about a minute on two cores) in a copy of
-the package, so the suite itself keeps running the Python sources. The runs compared are
+The suite runs the package as installed: compiled after the README's setup (which runs
+``simbatch compile``), as Python otherwise. Each run is compared with the other engine, in a
+copy of the package run in a child process: the sources alone where the suite runs compiled,
+or a compiled build made once for the module (about a minute on two cores) where it runs as
+Python. The runs compared are
 the CPU-on property cases (``test_properties.go_cases``, drawn with a fixed seed) and a
 block of the speed benchmark's shape on the shipped models; every frame, the block time,
 the processors' CPU and the scheduler's counts must be identical, not close.
@@ -92,25 +95,49 @@ def _cases() -> list[tuple[sb.Case, int]]:
     return [*drawn, (bench, 1)]
 
 
+def _installed_is_compiled() -> bool:
+    return native.compiled() == list(native.MODULES)
+
+
 @pytest.fixture(scope="module")
 def compiled_root(tmp_path_factory) -> Path:
+    """A copy of the package with every module compiled: the installed one's extensions
+    where it is compiled, else built here."""
+    root = tmp_path_factory.mktemp("native")
+    if _installed_is_compiled():
+        shutil.copytree(native.PACKAGE.parent, root / "simbatch",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        return root
     why = _why_not_compiled()
     if why:
         pytest.skip(f"cannot compile here: {why}")
-    root = tmp_path_factory.mktemp("native")
     built = native.build(native.copy_package(root))
     assert built == list(native.MODULES)
     return root
 
 
-def test_the_compiled_engine_gives_the_same_runs_as_the_python_one(compiled_root, tmp_path):
+@pytest.fixture(scope="module")
+def other_root(tmp_path_factory, request) -> Path:
+    """A copy of the package running the other engine than the suite's own."""
+    if _installed_is_compiled():
+        root = tmp_path_factory.mktemp("python")
+        native.copy_package(root)
+        return root
+    return request.getfixturevalue("compiled_root")
+
+
+def test_the_compiled_engine_gives_the_same_runs_as_the_python_one(other_root, tmp_path):
+    import simbatch.batching.scheduler as here
+
     cases = _cases()
     path = tmp_path / "cases.pickle"
     path.write_bytes(pickle.dumps(cases))
-    done = _python(compiled_root, _RUN.format(tests=str(TESTS), cases=str(path)))
+    done = _python(other_root, _RUN.format(tests=str(TESTS), cases=str(path)))
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["scheduler"].endswith(tuple(EXTENSION_SUFFIXES)), out["scheduler"]
+    compiled = tuple(EXTENSION_SUFFIXES)
+    assert {out["scheduler"].endswith(compiled), str(here.__file__).endswith(compiled)} == {
+        True, False}, (out["scheduler"], here.__file__)
     assert len(out["runs"]) == len(cases) >= 20
     for (case, seed), got in zip(cases, out["runs"]):
         assert got == digest(case, seed), (case, seed)

@@ -251,7 +251,7 @@ def test_the_scheduler_s_event_heap_runs_events_in_simpy_s_order(case, seed):
 
     if "scheduler" in native.compiled():
         pytest.skip("the compiled Scheduler (simbatch compile) cannot be subclassed in Python; "
-                    "simbatch compile --clean runs this test")
+                    "the next test runs this one on the package's sources")
 
     heap = simulate(case, seed)
     with pytest.MonkeyPatch.context() as mp:
@@ -262,3 +262,26 @@ def test_the_scheduler_s_event_heap_runs_events_in_simpy_s_order(case, seed):
     a, b = heap.frames(), timeouts.frames()
     for name in a:
         pd.testing.assert_frame_equal(a[name], b[name], check_exact=True)
+
+
+def test_the_event_heap_property_runs_on_the_sources_when_the_package_is_compiled(tmp_path):
+    # the property above subclasses the Scheduler, which its compiled module does not allow:
+    # where the package is compiled (the README's setup), run it in a child process on a
+    # copy of the package's sources (first on the path: the child runs in the copy, and
+    # pytest appends the test's folders rather than putting them first)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from simbatch import native
+
+    if "scheduler" not in native.compiled():
+        pytest.skip("the package runs as Python: the test above runs the property itself")
+    native.copy_package(tmp_path)
+    here = Path(__file__).resolve()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=append",
+         f"{here}::test_the_scheduler_s_event_heap_runs_events_in_simpy_s_order"],
+        cwd=tmp_path, capture_output=True, text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
