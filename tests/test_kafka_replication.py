@@ -58,9 +58,12 @@ def test_an_idle_cluster_adds_the_follower_round_trip_to_every_record(replicas):
     more = simulate_kafka(_case(_replicated(CPU, replicas), interval_ms=25.0), 3)
     # each stage's time is a whole microsecond (simbatch/kafka/clock.py): half of one each
     atol = 0.5e-6 * (5 + replicas - 2)
-    np.testing.assert_allclose(more.latency_s - one.latency_s, added_us * 1e-6, atol=atol)
     np.testing.assert_allclose(more.request_acked_s - one.request_acked_s, added_us * 1e-6,
                                atol=atol)
+    np.testing.assert_allclose(one.consume_s - one.ack_s, FETCH_MS * 1e-3, atol=0.5e-6)
+    np.testing.assert_array_equal(more.consume_s, more.ack_s)
+    np.testing.assert_allclose(more.latency_s - one.latency_s,
+                               added_us * 1e-6 - FETCH_MS * 1e-3, atol=atol + 0.5e-6)
 
 
 def test_replication_costs_each_follower_an_append_and_the_leader_a_fetch_twice():

@@ -736,13 +736,14 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     ``brokers[k]``: the model's ``[broker]`` for run k (:func:`fit_broker`), whose CPU is
     then predicted too (``broker_cpu``, cores over the run). ``gc``: the broker's young
     collections (:func:`fitted_gc`, without this configuration's runs), for every run;
-    ``n_brokers``: the cluster's size (:func:`model_case`)."""
+    ``n_brokers``: the cluster's size (:func:`model_case`). Also ``consume_after_ack``: the
+    median message's consume minus ack time (:func:`consume_after_ack`), likewise."""
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate as simulate_kafka
     from simbatch.kafka.engine import ENGINE
 
     cpu = brokers is not None
-    figures: dict[str, list[float]] = {"p50": [], "p99": []}
+    figures: dict[str, list[float]] = {"p50": [], "p99": [], "consume_after_ack": []}
     client = cfg.client == "librdkafka"
     if client:
         figures["client_int_p50"], figures["client_int_p99"] = [], []
@@ -762,6 +763,8 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
                                                for s in sims])))
         figures["p99"].append(float(np.median([percentile(s.latency_s[mask], 0.99)
                                                for s in sims])))
+        figures["consume_after_ack"].append(float(np.median(
+            [np.median((s.consume_s - s.ack_s)[mask]) for s in sims])))
         if client:
             ints = np.array([model_internal_latency(s) for s in sims])
             figures["client_int_p50"].append(float(np.median(ints[:, 0])))
@@ -775,6 +778,12 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
             for key in GC_FIGURES:
                 figures[key].append(float(np.median([getattr(s, key) for s in sims])))
     return {q: float(np.median(v)) for q, v in figures.items()}
+
+
+def consume_after_ack(runs: list[np.ndarray]) -> float:
+    """Median over runs of each run's median consume minus ack time (its kept messages):
+    where the consumer reads a record against its producer's ack."""
+    return float(np.median([np.median((r["consume_s"] - r["ack_s"])[kept(r)]) for r in runs]))
 
 
 def model_internal_latency(sim) -> tuple[float, float]:
@@ -1024,6 +1033,7 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
                     "broker_cpu": measured_cpu(m.runs)}
         fetch_ratio = pred.pop("fetch_per_produce", float("nan"))
+        pred.pop("consume_after_ack")          # judged on replication (kafka_replication.py)
         client_int = tuple(pred.pop(k) for k in CLIENT_FIGURES if k in pred)
         gc_pred = [pred.pop(key) for key in GC_FIGURES if key in pred]
         for q in pred:

@@ -25,7 +25,8 @@ read by one fetch: its per-request share is paid once for them all, the per-reco
 per-byte shares for each. Measured (``fetch_requests``, librdkafka's statistics), 0.94
 Fetch per Produce at 250 msg/s over 32 partitions and 0.68 at 2000; predicted so, with the
 fitted costs below, 0.98 and 0.68 (``validate/calibrate_kafka.py``). This is the broker's CPU
-only: a record still reaches the consumer ``fetch_ms`` after its append (``engine.py``).
+only: a record still reaches the consumer ``fetch_ms`` after its producer's ack, or at it
+with followers (``engine.py``).
 A fetch names every partition the consumer reads from the broker, with or without new
 records (librdkafka's ``rd_kafka_broker_fetch_toppars``, ``rdkafka_fetcher.c``, writes each
 active partition; its ``INTRODUCTION.md`` lists KIP-227's incremental fetch sessions as not
@@ -82,7 +83,8 @@ and ``background_cores`` (other processes on the machine: Poisson jobs of
 (garbage collection, the compiler, the KRaft controller), in the CPU metric only.
 
 Replication (``replicas``, :mod:`.replication`): with followers, a request's append is
-done, and its records go to the consumer's fetch, once every follower has fetched them.
+done, and its records go to the consumer's fetch, once every follower has fetched them
+(the consumer's reply first: ``engine.py``).
 
 Simplifications: the request queue's bound (``queued.max.requests``), the log's flush and
 page cache are not modelled (the JVM's young collections are: ``gc.py``, a pause freezes

@@ -17,7 +17,9 @@ How Kafka does it (Apache Kafka 3.9, ``core/src/main/scala/kafka/server`` and
   follower's end, advances the high watermark to the smallest end among the in-sync
   replicas (``Partition.maybeIncrementLeaderHW``) and completes the produce requests that
   waited for it (``DelayedProduce``, acks=-1). Consumers read only up to the high
-  watermark.
+  watermark: the move completes the partition's parked consumer Fetches first, then those
+  produce requests (``DelayedOperations.checkAndCompleteAll``), so a consumer reads a record
+  at its producer's ack (``engine.py``).
 
 So a record is committed when each follower's *next* Fetch after the one that carried it
 reaches the leader: the leader's read, the reply's way, the follower's append, the next
