@@ -63,7 +63,11 @@ its threads' time runnable but waiting for a CPU (:func:`thread_usage`); and
 time from ``produce()`` into its message set: its linger and the broker thread's wake-up,
 ``simbatch/kafka/librdkafka.py`` L9) over the timed span: each statistics window's median and
 p99 (per broker, the producer's statistics every ``STATS_MS``), the median over windows (NaN
-for the Go and Java harnesses). Times are
+for the Go and Java harnesses); and ``host_work_s`` and ``host_wake_s``, the host's speed
+through the run, for every harness: how long a fixed piece of work took, how late a
+timed wait woke, and ``host_trip_s``, a one-byte round trip between two processes, medians
+of a probe beside the run (``validate/host_probe.py``; the Go and
+Java harnesses' whole process, the librdkafka harness's timed span). Times are
 seconds from the run's start. A large lateness or stall means the harness process itself was
 paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
 too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
@@ -110,13 +114,16 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from validate.host_probe import HostProbe
+
 COLUMNS = ("msg", "partition", "publish_s", "produce_s", "ack_s", "consume_s", "latency_s",
            "publish_late_s", "stall_s", "steal_share", "broker_cpu_s", "machine_cpu_s",
            "timed_s", "broker_idle_cores", "load_avg", "produce_requests", "fetch_requests",
            "broker_alloc_mb", "broker_eden_mb", "gc_pause_s", "gc_remark_s",
            "gc_survivor_mb", "broker_data_cpu_s", "broker_jit_cpu_s", "broker_gc_cpu_s",
            "broker_data_switches", "broker_data_preempted", "broker_data_runq_s",
-           "client_int_p50_s", "client_int_p99_s")
+           "client_int_p50_s", "client_int_p99_s", "host_work_s", "host_wake_s",
+           "host_trip_s")
 STALL_MIN_S = 0.002
 STATS_MS = 200       # librdkafka's statistics interval (request counts, see _requests)
 ENV = "SIMBATCH_KAFKA_BOOTSTRAP"
@@ -641,6 +648,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig, out_csv: str | Path |
     pids = ((broker_pid,) if isinstance(broker_pid, int)
             else tuple(broker_pid) if broker_pid is not None else ())
     heap = GcSampler(pids[0] if len(pids) == 1 else None)   # before the warm-up: a JVM too
+    probe = HostProbe()                                       # and a Python
     try:
         idle0, idle_t0 = _cpu_s(pids), time.perf_counter()
         time.sleep(config.warmup_s)
@@ -653,6 +661,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig, out_csv: str | Path |
             outer.start()
     except BaseException:
         heap.kill()
+        probe.kill()
         raise
     gaps = scheduled_gaps_s(config)
     error = None
@@ -664,6 +673,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig, out_csv: str | Path |
     requests0 = request_counts(stats)
     windows = []
     heap.start_span()
+    probe.start()
     threads0 = _threads(pids)
     cpu0, machine0, timed0 = _cpu_s(pids), machine_cpu_s(), time.perf_counter()
     cpu1 = machine1 = timed1 = float("nan")
@@ -693,6 +703,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig, out_csv: str | Path |
                 break
         cpu1, machine1, timed1 = _cpu_s(pids), machine_cpu_s(), time.perf_counter()
         threads1 = _threads(pids)
+        rec["host_work_s"], rec["host_wake_s"], rec["host_trip_s"] = probe.stop()
         heap_figures = heap.stop()
         rec["broker_alloc_mb"], rec["broker_eden_mb"] = heap_figures[:2]
         for column, values in (("gc_pause_s", heap_figures.pauses),
@@ -705,6 +716,7 @@ def _run_librdkafka(bootstrap: str, config: HarnessConfig, out_csv: str | Path |
         rec["client_int_p50_s"], rec["client_int_p99_s"] = internal_latency(windows)
     finally:
         heap.kill()
+        probe.kill()
         if gc_was_enabled:
             gc.enable()
         gc.unfreeze()
@@ -803,7 +815,7 @@ def write_csv(rec: np.ndarray, path: str | Path) -> None:
         w = csv.writer(fh)
         w.writerow(COLUMNS)
         for row in rec:
-            w.writerow([int(row["msg"])] + [("" if np.isnan(v) else f"{v:.6f}")
+            w.writerow([int(row["msg"])] + [("" if np.isnan(v) else f"{v:.10g}")
                                             for v in list(row)[1:]])
 
 
@@ -900,11 +912,15 @@ def _run_external(bootstrap: str | None, config: HarnessConfig,
         limit = (config.connect_timeout_s + config.warmup_s + 30 + config.stall_timeout_s
                  + config.n_messages * config.interval_ms / 1e3
                  + 4 * (config.linger_ms + (config.outer_linger_ms or 0)) / 1e3)
+        probe = HostProbe()
+        probe.start()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
             raise HarnessError(f"the {config.client} harness did not finish within "
                                f"{limit:.0f} s") from None
+        finally:
+            host = probe.stop()
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.strip().splitlines() if "error:" in ln]
             raise HarnessError(lines[-1].split("error:", 1)[1].strip() if lines else
@@ -914,7 +930,11 @@ def _run_external(bootstrap: str | None, config: HarnessConfig,
         if summary.get("consumed") != config.n_messages:
             raise HarnessError(f"the {config.client} harness consumed "
                                f"{summary.get('consumed')} of {config.n_messages} messages")
-        return read_csv(path)
+        rec = read_csv(path)
+        rec["host_work_s"], rec["host_wake_s"], rec["host_trip_s"] = host
+        if out_csv is not None:
+            write_csv(rec, path)
+        return rec
 
 
 def read_csv(path: str | Path) -> np.ndarray:

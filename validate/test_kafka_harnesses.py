@@ -1,8 +1,9 @@
 """The three client harnesses and the calibration against a broker named by
 ``SIMBATCH_KAFKA_BOOTSTRAP``: where nothing listens, each fails with one clear line within
 10 s; on the real broker, the outer batcher's deadline timer does what it says in every
-harness. The Go and Java harnesses are built by the ``harnesses`` fixture (skipped, with the
-reason, where ``go`` or ``mvn``/``java`` is missing)."""
+harness, and each records the host's speed through the run. The Go and Java harnesses are
+built by the ``harnesses`` fixture (skipped, with the reason, where ``go`` or
+``mvn``/``java`` is missing)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,12 @@ def test_the_deadline_timer_flushes_its_linger_after_the_first_message(kafka_bro
     heads = [held[flush == k].max() for k in np.unique(flush)]   # each batch's first message
     assert len(heads) >= 5
     assert all(0.080 < h < 0.130 for h in heads), heads   # the last batch too
+    # every harness records the host's speed through the run (validate/host_probe.py): a
+    # fixed piece of work and a round trip between two processes took tens of microseconds,
+    # a 50 ms wait woke within 50 ms
+    assert 1e-6 < rec["host_work_s"][0] < 0.05, rec["host_work_s"][0]
+    assert 0.0 <= rec["host_wake_s"][0] < 0.05, rec["host_wake_s"][0]
+    assert 1e-6 < rec["host_trip_s"][0] < 0.05, rec["host_trip_s"][0]
 
 
 def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
