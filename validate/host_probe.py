@@ -4,7 +4,7 @@ Why: on the machine of 2026-12-06 the same work took 3-4 times longer in some ru
 others (librdkafka's internal latency p50 17-66 us from run to run, the runs' acks with it;
 ``validate/kafka_replication.py``), with no CPU stolen, so a run's latency can only be
 predicted at its own speed. librdkafka's internal latency shows it only at linger 0 and the
-Go and Java harnesses write none; this probe gives every run the same two figures.
+Go and Java harnesses write none; this probe gives every run the same three figures.
 
 How: a child process (``python -m validate.host_probe``, so that it shares no interpreter
 lock with the in-process harness) wakes every :data:`PERIOD_S` and times three things: a

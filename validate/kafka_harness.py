@@ -63,14 +63,14 @@ its threads' time runnable but waiting for a CPU (:func:`thread_usage`); and
 time from ``produce()`` into its message set: its linger and the broker thread's wake-up,
 ``simbatch/kafka/librdkafka.py`` L9) over the timed span: each statistics window's median and
 p99 (per broker, the producer's statistics every ``STATS_MS``), the median over windows (NaN
-for the Go and Java harnesses); and ``host_work_s`` and ``host_wake_s``, the host's speed
-through the run, for every harness: how long a fixed piece of work took, how late a
-timed wait woke, and ``host_trip_s``, a one-byte round trip between two processes, medians
-of a probe beside the run (``validate/host_probe.py``; the Go and
-Java harnesses' whole process, the librdkafka harness's timed span). Times are
-seconds from the run's start. A large lateness or stall means the harness process itself was
-paused (the shared VM descheduled it), which delays its consumer and delivery-report threads
-too: such a run's stalled messages measure the VM, not Kafka (see :func:`undisturbed`).
+for the Go and Java harnesses); and the host's speed through the run, for every harness,
+medians of a probe beside it (``validate/host_probe.py``; over the Go and Java harnesses'
+whole process, the librdkafka harness's timed span): ``host_work_s``, how long a fixed
+piece of work took, ``host_wake_s``, how late a timed wait woke, and ``host_trip_s``, a
+one-byte round trip between two processes. Times are seconds from the run's start. A large
+lateness or stall means the harness process itself was paused (the shared VM descheduled
+it), which delays its consumer and delivery-report threads too: such a run's stalled
+messages measure the VM, not Kafka (see :func:`undisturbed`).
 
 Python's garbage collector is kept out of the timed section (``gc.freeze()`` of everything
 alive, collection disabled while measuring, restored after): a full collection stops every

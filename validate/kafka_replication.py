@@ -485,7 +485,7 @@ class SpeedRun:
     measured_p50: float
     predicted_p50: float      # the shipped costs and the fit run's round trip, as judge()
     at_speed_p50: float       # both scaled to the run's host speed
-    host_work_s: float = float("nan")   # the run's probe (validate/host_probe.py), beside
+    host_work_s: float = float("nan")   # its probe's work (validate/host_probe.py), printed
 
 
 def host_speed(rec: np.ndarray) -> float:
