@@ -11,7 +11,6 @@ from simbatch import native
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
-    compiled = native.compiled()
-    if collection_path.parent == native.PACKAGE and collection_path.stem in compiled:
+    if collection_path.parent == native.PACKAGE and collection_path.stem in native.compiled():
         return True
     return None

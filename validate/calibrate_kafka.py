@@ -133,7 +133,7 @@ import math
 import os
 import platform
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -357,9 +357,11 @@ def noise(rec: np.ndarray) -> float:
     return max(stalled_share(rec) / NOISY_SHARE, steal_share(rec) / STEAL_MAX)
 
 
-def run_percentile(runs: list[np.ndarray], p: float) -> float:
-    """Median over runs of each run's percentile of its kept messages."""
-    return float(np.median([percentile(r["latency_s"][kept(r)], p) for r in runs]))
+def run_percentile(runs: list[np.ndarray], p: float,
+                   of: Callable[[np.ndarray], np.ndarray] = lambda r: r["latency_s"]) -> float:
+    """Median over runs of each run's percentile of its kept messages' latency (or of what
+    ``of`` gives per message)."""
+    return float(np.median([percentile(of(r)[kept(r)], p) for r in runs]))
 
 
 def _spread(values: np.ndarray) -> tuple[float, tuple[float, ...]]:

@@ -222,6 +222,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from validate.calibrate_kafka import (
+    Fitted,
     broker_model_path,
     consume_after_ack,
     fit_runs,
@@ -500,8 +501,6 @@ def at_host_speed(runs: dict, replication: int = 3, per_run: int = 5,
     (from the fit run paired with it), and again with the fit's round trip and fetch
     scaled by the two runs' host speeds (:func:`host_speed`: this run's over the fit
     run's) and the broker's costs by this run's over ``speed_ref_s``."""
-    from validate.calibrate_kafka import Fitted
-
     measured, fits = runs.get((SPEED_NAME, replication)), runs.get(FIT)
     broker = model_broker(HERE.parent / "models")
     if not measured or not fits or broker is None:

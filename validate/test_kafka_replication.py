@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from validate.calibrate_kafka import kept, percentile
+from validate.calibrate_kafka import run_percentile
 from validate.conftest import need
 from validate.kafka_harness import HarnessConfig, HarnessError, run
 from validate.kafka_replication import at_host_speed, judge, measure, speed_table, table
@@ -41,8 +41,7 @@ def rows(runs):
 
 def ack_floor(runs: list[np.ndarray]) -> float:
     """Median over runs of each run's p10 of produce-to-ack time (its kept messages)."""
-    return float(np.median([percentile((r["ack_s"] - r["produce_s"])[kept(r)], 0.1)
-                            for r in runs]))
+    return run_percentile(runs, 0.1, of=lambda r: r["ack_s"] - r["produce_s"])
 
 
 @pytest.mark.kafka
@@ -52,7 +51,7 @@ def test_replication_is_measured(runs, harnesses, name):
     # the floor of the ack time rises. Judged on the floor (p10) of the acks, not on the
     # end-to-end p50: the p50's rise spread 0.08-1.35 ms from round to round on 2026-12-06's
     # machine and once read 0.92 ms at three replicas against 0.88 at one (a fresh-clone CI
-    # run), where the ack's p10 rose 1.8-5.0x in each of the nine sessions kept that day
+    # run), where the ack's p10 rose 1.8-5.0x in each of the ten sessions kept that day
     # (median of three runs; librdkafka 0.27-0.55 to 0.63-1.76 ms, franz-go 0.27-0.77 to
     # 0.69-1.79).
     if name.startswith("franz-go"):
