@@ -8,9 +8,12 @@ machine; see the marks' comments), so a session where it holds shows as XPASS (o
 sparse configuration the
 model without replication would miss by some 40 %: measured 2.08 and 2.21 ms in two
 sessions, 1.2 and 1.1 at replication 1); where the consumer reads a record against its
-producer's ack, at both replications, within :data:`AFTER_ACK_TOLERANCE_S`; and that
-replication is measured at all (the acks' floor rises). The p99 at replication 3 is printed,
-not judged: the model misses it (``validate/kafka_replication.py``)."""
+producer's ack, at both replications, within :data:`AFTER_ACK_TOLERANCE_S`; each
+configuration's p50 at replication 3 with each run predicted at its own host speed (its host
+probe's, ``models/kafka-host-speed-loopback.toml``), within :data:`TOLERANCE` (strict but
+for the dense one); and that replication is measured at all (the acks' floor rises). The
+p99 at replication 3 is printed, not judged: the model misses it
+(``validate/kafka_replication.py``)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,14 @@ import pytest
 from validate.calibrate_kafka import run_percentile
 from validate.conftest import need
 from validate.kafka_harness import HarnessConfig, HarnessError, run
-from validate.kafka_replication import at_host_speed, judge, measure, speed_table, table
+from validate.kafka_replication import (
+    at_host_speed,
+    host_speed_model,
+    judge,
+    measure,
+    speed_table,
+    table,
+)
 
 TOLERANCE = 0.25
 """The calibration suite's tolerance for p50 (issue 14: within 25 %)."""
@@ -116,18 +126,33 @@ def test_the_p50_at_three_replicas_is_predicted(rows, harnesses, name):
     assert row.predicted_p50 == pytest.approx(row.measured_p50, rel=TOLERANCE), row
 
 
+@pytest.fixture(scope="module")
+def at_speed(runs):
+    speed = host_speed_model()
+    rows = at_host_speed(runs, speed)
+    print("\n" + speed_table(rows, speed))
+    return rows
+
+
 @pytest.mark.kafka
-def test_the_sparse_p50_at_three_replicas_is_predicted_at_each_runs_host_speed(runs):
-    # the host's speed moved 3.5x from run to run on 2026-12-06's machine (librdkafka's
-    # internal latency p50 17-66 us), and the runs' p50s with it (correlation 0.98): each
-    # run predicted with the fit run's round trip and the broker's costs scaled to its own
-    # speed (validate/kafka_replication.py's docstring)
-    rows = at_host_speed(runs)
-    print("\n" + speed_table(rows))
-    assert len(rows) >= 2, rows
-    measured = float(np.median([r.measured_p50 for r in rows]))
-    predicted = float(np.median([r.at_speed_p50 for r in rows]))
-    assert predicted == pytest.approx(measured, rel=TOLERANCE), rows
+@pytest.mark.parametrize("name", ["sparse", "franz-go-sparse", pytest.param("dense", marks=DENSE)])
+def test_the_p50_at_three_replicas_is_predicted_at_each_runs_host_speed(at_speed, harnesses,
+                                                                        name):
+    # the host's speed moved 3-4x from run to run on 2026-12-06's machine, and the runs'
+    # acks with it (correlation 0.96 with the host probe's wait lateness at three replicas):
+    # each run predicted with its client's round trip and the broker's costs scaled to its
+    # own speed (models/kafka-host-speed-loopback.toml; validate/kafka_replication.py's
+    # docstring)
+    if name.startswith("franz-go"):
+        need(harnesses, "franz-go")
+    # Each run has its own prediction, so each is compared with its own measurement and the
+    # median of those ratios judged: the ratio of the two medians mixes runs at different
+    # speeds (in a session of 2026-12-06 franz-go's runs read +17, +39 and -53 %; the two
+    # medians, one run's prediction against another's measurement, +34 %)
+    rows = [r for r in at_speed if (r.name, r.replication) == (name, 3)]
+    assert len(rows) >= 2, at_speed
+    ratio = float(np.median([r.at_speed_p50 / r.measured_p50 for r in rows]))
+    assert ratio == pytest.approx(1.0, abs=TOLERANCE), rows
 
 
 AFTER_ACK_TOLERANCE_S = 0.15e-3
@@ -186,25 +211,30 @@ def test_the_least_noisy_runs_are_kept_in_order_and_the_others_set_aside(tmp_pat
     assert len(read(tmp_path)[("sparse", 1)]) == 3        # --from-csv judges what was kept
 
 
-def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models():
+def _a_run(n: int, gap_s: float, round_trip_s: np.ndarray,
+           wake_s: float = float("nan")) -> np.ndarray:
+    """A harness run of ``n`` messages ``gap_s`` apart, each acked ``round_trip_s`` after
+    its produce and consumed 0.2 ms after, the host probe's wait lateness ``wake_s``."""
     from validate.kafka_harness import COLUMNS
+
+    rec = np.zeros(n, dtype=[(c, "f8") for c in COLUMNS])
+    rec["msg"] = np.arange(n)
+    rec["produce_s"] = rec["publish_s"] = np.arange(n) * gap_s
+    rec["ack_s"] = rec["produce_s"] + round_trip_s
+    rec["consume_s"] = rec["ack_s"] + 0.0002
+    rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
+    rec["broker_cpu_s"] = np.nan
+    rec["host_wake_s"] = wake_s
+    return rec
+
+
+def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models():
     from validate.kafka_replication import config_of, judge
 
     rng = np.random.default_rng(7)
-
-    def a_run(n: int, gap_s: float, round_trip_s: np.ndarray) -> np.ndarray:
-        rec = np.zeros(n, dtype=[(c, "f8") for c in COLUMNS])
-        rec["msg"] = np.arange(n)
-        rec["produce_s"] = rec["publish_s"] = np.arange(n) * gap_s
-        rec["ack_s"] = rec["produce_s"] + round_trip_s
-        rec["consume_s"] = rec["ack_s"] + 0.0002
-        rec["latency_s"] = rec["consume_s"] - rec["publish_s"]
-        rec["broker_cpu_s"] = np.nan
-        return rec
-
     n = config_of("dense", 1).n_messages
-    fits = [a_run(200, 0.025, rng.gamma(4.0, 0.0002, 200)) for _ in range(2)]
-    dense = [a_run(n, 0.001, np.full(n, 0.010)) for _ in range(2)]
+    fits = [_a_run(200, 0.025, rng.gamma(4.0, 0.0002, 200)) for _ in range(2)]
+    dense = [_a_run(n, 0.001, np.full(n, 0.010)) for _ in range(2)]
     _, note = judge({("sparse", 1): fits, ("dense", 1): dense}, per_run=1)
     assert note == "dense-rf1: the JVMs' CPU not measured", note
     for rec, cores in zip(dense, (0.14, 0.16)):     # 2 s, 0.05 idle, 0.1 s of compiler
@@ -213,3 +243,102 @@ def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models():
     _, note = judge({("sparse", 1): fits, ("dense", 1): dense}, per_run=1)
     assert note.startswith("dense-rf1: the three JVMs' CPU beyond idle measured 0.150 cores "
                            "(median of 2 runs), the model's 0."), note
+
+
+def test_the_wake_floor_is_where_the_acks_lines_meet():
+    from validate.kafka_replication import fit_wake_floor
+
+    rng = np.random.default_rng(3)
+    wake = rng.uniform(95e-6, 140e-6, (2, 12))
+    pairs = {rf: [(w, slope * (w - 80e-6) * (1 + rng.normal(0, 0.02))) for w in ws]
+             for rf, slope, ws in ((1, 15.0, wake[0]), (3, 38.0, wake[1]))}
+    assert fit_wake_floor(pairs) == pytest.approx(80e-6, abs=2e-6)
+
+
+def test_the_host_speed_is_fitted_on_the_probed_sparse_runs_and_scales_the_prediction():
+    from validate.kafka_replication import HostSpeed, at_host_speed, fit_speed
+
+    rng = np.random.default_rng(5)
+    # acks on lines meeting at 80 us of wake lateness, 15 and 38 times the speed above it
+    session = {(name, rf): [_a_run(200, 0.025, rng.gamma(8.0, slope * (w - 80e-6) / 8,
+                                                              200), w)
+                            for w in (100e-6, 115e-6, 130e-6)]
+               for name, rf, slope in (("sparse", 1, 15.0), ("sparse", 3, 38.0))}
+    speed, lines = fit_speed([session], per_run=1)
+    assert speed.wake_floor_s == pytest.approx(80e-6, abs=5e-6)
+    assert lines[0].startswith("wake floor 8") and "6 runs of sparse" in lines[0]
+    assert "3 runs of sparse at replication 3" in lines[1]
+    # a run twice as far above the floor is predicted slower, and a run without the probe's
+    # figure is left out
+    slow, fast = (at_host_speed(session, HostSpeed(80e-6, s), per_run=1)
+                  for s in (20e-6, 40e-6))
+    assert [r.run for r in slow] == [0, 1, 2]
+    assert all(a.at_speed_p50 > b.at_speed_p50 for a, b in zip(slow, fast))
+    assert slow[2].at_speed_p50 > slow[0].at_speed_p50
+    session[("sparse", 3)][1]["host_wake_s"] = np.nan
+    assert [r.run for r in at_host_speed(session, speed, per_run=1)] == [0, 2]
+
+
+def test_too_few_probed_runs_to_fit_the_host_speed_on_are_refused_saying_so():
+    from validate.kafka_replication import fit_speed
+
+    runs = [_a_run(200, 0.025, np.full(200, 0.001), np.nan) for _ in range(3)]
+    with pytest.raises(HarnessError, match=r"at least 3 runs of sparse at each replication "
+                                           r"with the host probe's figures; got \{\}"):
+        fit_speed([{("sparse", 1): runs, ("sparse", 3): runs}])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[host_speed]\nwake_floor_us = -3.0\ncosts_at_us = 30.0\n",
+     r"\[host_speed\] wake_floor_us must be a positive number of microseconds; got -3.0"),
+    ("[host_speed]\nwake_floor_us = 80.0\n",
+     r"\[host_speed\] costs_at_us must be a positive number of microseconds; got None"),
+    ("[host_speed]\nwake_floor_us = 80.0\ncosts_at_us = \"fast\"\n",
+     r"costs_at_us must be a positive number of microseconds; got 'fast'"),
+    ("[host_speed\n", "not TOML"),
+])
+def test_a_host_speed_file_it_cannot_use_is_refused_naming_the_field(tmp_path, text, message):
+    from validate.kafka_replication import host_speed_model, speed_model_path
+
+    speed_model_path(tmp_path).write_text(text)
+    with pytest.raises(HarnessError, match=message) as err:
+        host_speed_model(tmp_path)
+    assert str(speed_model_path(tmp_path)) in str(err.value)
+
+
+def test_the_shipped_host_speed_file_is_read_and_its_floor_refitted_from_the_stored_runs():
+    # the file's command names the sessions it was fitted on, kept in the repository (their
+    # sparse runs: validate/kafka_replication_runs/); the floor is refitted here, the costs'
+    # speed (a grid of simulations, ~1 minute) by the command
+    import shlex
+
+    from validate.kafka_replication import (
+        HERE,
+        fit_wake_floor,
+        host_speed_model,
+        read,
+        speed_model_path,
+        wake_pairs,
+    )
+
+    speed = host_speed_model()
+    assert speed is not None and 0 < speed.costs_at_s
+    text = speed_model_path(HERE.parent / "models").read_text()
+    command = next(line.split("=", 1)[1].strip().strip('"') for line in text.splitlines()
+                   if line.startswith("command ="))
+    words = shlex.split(command)
+    assert words[:4] == ["python", "-m", "validate.kafka_replication", "--fit-speed"], words
+    sessions = [read(HERE.parent / d) for d in words[4:]]
+    assert len(sessions) == 4
+    assert fit_wake_floor(wake_pairs(sessions)) == pytest.approx(speed.wake_floor_s, abs=0.05e-6)
+
+
+def test_an_existing_host_speed_file_is_replaced_only_with_force(tmp_path, capsys):
+    from validate.kafka_replication import main, speed_model_path
+
+    speed_model_path(tmp_path).write_text("keep me")
+    with pytest.raises(SystemExit) as done:
+        main(["--fit-speed", str(tmp_path / "runs"), "--models", str(tmp_path)])
+    assert done.value.code == 2
+    assert "exists; pass --force to replace it" in capsys.readouterr().err
+    assert speed_model_path(tmp_path).read_text() == "keep me"
