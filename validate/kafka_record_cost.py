@@ -20,7 +20,9 @@ Each round: a fresh topic, a warm-up of 5,000 records, then ``rate`` records/s o
 for ``seconds`` (librdkafka, ``acks=1``, keyed, as the calibration's), every record consumed;
 over the span, the JVM's CPU (``/proc/PID/stat``) and its threads' by group
 (:data:`~validate.kafka_harness.THREAD_GROUPS`: the request path, the JIT compiler, the
-collector), and the produce and fetch requests the clients sent (librdkafka's statistics).
+collector; to the nanosecond since 2026-12-06, ``kafka_harness._thread_cpu_s``: in clock
+ticks a warm broker on that day's machine read the same request path at both request
+sizes), and the produce and fetch requests the clients sent (librdkafka's statistics).
 The fit: the request path's CPU in cores = a request's cost x (produce + fetch requests)/s +
 a record's cost x records/s + a constant; beside it, each design point's serving CPU (the
 JVM's less its JIT compiler's, as the calibration counts it:
