@@ -561,9 +561,11 @@ def at_host_speed(runs: dict, speed: HostSpeed | None, per_run: int = 5,
                   keys: tuple[tuple[str, int], ...] | None = None) -> list[SpeedRun]:
     """Each run of every configuration but the fitted ones (or of ``keys``) predicted as
     :func:`judge` does, from its client's fit run paired with it, and again at the run's
-    host speed (``speed``): the fit's round trip and fetch scaled by this run's speed over
-    the fit run's, the broker's costs by this run's over ``speed.costs_at_s``. Runs without
-    the probe's figure are left out; nothing without ``speed``."""
+    host speed (``speed``): its client's round trip and fetch per unit of speed (the median
+    over the session's fit runs of each one's fitted figure over its speed) times this
+    run's speed, the broker's costs scaled by this run's speed over ``speed.costs_at_s``.
+    Runs without the probe's figure (or at or below its floor) are left out; nothing
+    without ``speed`` or the broker's costs file."""
     broker = model_broker(HERE.parent / "models")
     if speed is None or broker is None:
         return []
@@ -646,6 +648,9 @@ def fit_speed(sessions: list[dict], per_run: int = 5) -> tuple[HostSpeed, list[s
     lines = [f"wake floor {floor * 1e6:.1f} us, fitted on {sum(map(len, pairs.values()))} "
              f"runs of {SPEED_NAME} (" + ", ".join(
                  f"{len(p)} at replication {rf}" for rf, p in sorted(pairs.items())) + ")"]
+    if model_broker(HERE.parent / "models") is None:
+        raise HarnessError(f"no broker costs in {broker_model_path(HERE.parent / 'models')} "
+                           "to fit the speed they hold at")
     errors = []
     for ref_us in SPEED_REF_GRID_US:
         speed = HostSpeed(floor, ref_us * 1e-6)

@@ -311,7 +311,7 @@ def test_too_few_probed_runs_to_fit_the_host_speed_on_are_refused_saying_so():
     ("[host_speed]\nwake_floor_us = 80.0\ncosts_at_us = \"fast\"\n",
      r"costs_at_us must be a positive number of microseconds; got 'fast'"),
     ("[host_speed\n", "not TOML"),
-])
+], ids=["negative", "missing", "not-a-number", "not-toml"])
 def test_a_host_speed_file_it_cannot_use_is_refused_naming_the_field(tmp_path, text, message):
     from validate.kafka_replication import host_speed_model, speed_model_path
 
