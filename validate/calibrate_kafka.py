@@ -1183,15 +1183,20 @@ def directions(rows: list[dict]) -> list[dict]:
     return out
 
 
-def provenance(kafka_version: str, client: str, bootstrap: str | None) -> dict[str, str]:
-    import confluent_kafka
-
+def machine() -> str:
+    """This machine as a models/ file's provenance names it: platform, CPUs, CPU model."""
     cpu = "unknown"
     try:
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
                    if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    return f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu}"
+
+
+def provenance(kafka_version: str, client: str, bootstrap: str | None) -> dict[str, str]:
+    import confluent_kafka
+
     clients = {"librdkafka": f"confluent-kafka {confluent_kafka.__version__}, librdkafka "
                              f"{confluent_kafka.libversion()[0]} (validate/kafka_harness.py, "
                              "acks=1)",
@@ -1203,7 +1208,7 @@ def provenance(kafka_version: str, client: str, bootstrap: str | None) -> dict[s
               f"Apache Kafka {kafka_version} (org.apache.kafka:kafka_2.13, KRaft, single "
               "node, loopback)")
     return {"broker": broker, "client": clients[client],
-            "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu}",
+            "machine": machine(),
             "measured_on": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "settings": f"fitted on {FIT[client]}: {CONFIGS[FIT[client]]}",
             "command": "python -m validate.calibrate_kafka"}

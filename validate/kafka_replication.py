@@ -573,17 +573,16 @@ def at_host_speed(runs: dict, speed: HostSpeed | None, per_run: int = 5,
     for name, rf in keys or sorted(k for k in runs if k not in FITS.values()):
         cfg = config_of(name, rf)
         measured, fits = runs.get((name, rf), []), runs.get(FITS[cfg.client], [])
-        fast_fits = [(fit_runs([r])[0], speed.of(r)) for r in fits]
-        fast_fits = [(f, s) for f, s in fast_fits if s > 0]
+        fitted, fit_speeds = fit_runs(fits), [speed.of(r) for r in fits]
+        fast_fits = [(f, s) for f, s in zip(fitted, fit_speeds) if s > 0]
         if not fast_fits:
             continue
         append_per_s = float(np.median([f.append_ms / s for f, s in fast_fits]))
         fetch_per_s = float(np.median([f.fetch_ms / s for f, s in fast_fits]))
-        for k, (rec, fit_rec) in enumerate(zip(measured, fits)):
+        for k, (rec, f, s_fit) in enumerate(zip(measured, fitted, fit_speeds)):
             s = speed.of(rec)
             if not s > 0:
                 continue
-            f = fit_runs([fit_rec])[0]
             base = predict(cfg.label or name, cfg, [f], [rec],
                            [{**broker, "colocated": True}], per_run=per_run,
                            n_brokers=BROKERS)
@@ -593,7 +592,7 @@ def at_host_speed(runs: dict, speed: HostSpeed | None, per_run: int = 5,
             fast = predict(cfg.label or name, cfg, [scaled], [rec],
                            [{**broker, **costs, "colocated": True}], per_run=per_run,
                            n_brokers=BROKERS)
-            out.append(SpeedRun(name, rf, k, speed.of(fit_rec), s, run_percentile([rec], 0.5),
+            out.append(SpeedRun(name, rf, k, s_fit, s, run_percentile([rec], 0.5),
                                 base["p50"], fast["p50"]))
     return out
 
@@ -668,13 +667,10 @@ def fit_speed(sessions: list[dict], per_run: int = 5) -> tuple[HostSpeed, list[s
 
 def speed_toml(speed: HostSpeed, dirs: list[Path], lines: list[str]) -> str:
     import datetime as dt
-    import os
-    import platform
     import textwrap
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
-                .splitlines() if line.startswith("model name")), "unknown") \
-        if Path("/proc/cpuinfo").is_file() else "unknown"
+    from validate.calibrate_kafka import machine
+
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sessions = " ".join(str(d) for d in dirs)
     return "\n".join([
@@ -682,7 +678,7 @@ def speed_toml(speed: HostSpeed, dirs: list[Path], lines: list[str]) -> str:
         "# and at what speed the broker's costs (kafka-broker-loopback.toml) hold; written by",
         "# validate/kafka_replication.py --fit-speed. Do not edit by hand: re-run the command.",
         "", "[provenance]",
-        f'machine = "{platform.platform()}, {os.cpu_count()} CPUs, {cpu}"',
+        f'machine = "{machine()}"',
         f'fitted_on = "{now}"',
         f'command = "python -m validate.kafka_replication --fit-speed {sessions}"',
         "", *(f"# {part}" for line in lines for part in textwrap.wrap(line, 96)),
