@@ -15,10 +15,9 @@ predicted with the broker's CPU, its costs those of ``models/kafka-broker-loopba
 run's ``CPU_FIT`` runs, and with the broker JVM's young collections fitted on the
 session's other librdkafka runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms
 where measured is under 20 ms) and on the broker JVM's measured CPU (25 %); a target that
-does not hold here is marked xfail with its figures (``NOT_YET``: the p99, since
-2026-11-29). The
-whole ladder, 250 to 2000 msg/s, is ``python -m validate.calibrate_kafka --configs`` with the
-``-dense`` names.
+does not hold here is marked xfail with its figures (``NOT_YET``; the p99 was there from
+2026-11-29 to 2026-12-06, see the comment below it). The whole ladder, 250 to 2000 msg/s, is
+``python -m validate.calibrate_kafka --configs`` with the ``-dense`` names.
 
 The Go and Java harnesses are built by the fixtures (``go build``, ``mvn -q -B package``);
 a client whose tool is missing is skipped with the reason. Measurements run serially; on a
@@ -125,13 +124,18 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 
 
 # Issue 14's targets that do not hold on this machine, with the figures measured (see the
-# module docstring of validate/calibrate_kafka.py for the mechanism looked for).
-NOT_YET: dict[tuple[str, str], str] = {
-    ("linger10-p32-1000ps-dense", "p99"): "issue 14 open: the rung's p99 reads -32 to +25 % "
-    "in CI, moved by the fit runs' round-trip tails and the few young pauses CI's other runs "
-    "hold (see comment): 17.82 ms measured against 12.18 on 2026-11-29 (CI 70), 22.45 "
-    "against 16.77 (CI 66)",
-}
+# module docstring of validate/calibrate_kafka.py for the mechanism looked for). None now.
+NOT_YET: dict[tuple[str, str], str] = {}
+# The rung's p99 is judged again since 2026-12-06: a non-strict xfail from 2026-11-29, it
+# passed in all 16 fresh-clone runs on this machine (AMD EPYC of family 26, 2 vCPUs; CI 87 to
+# 102, 2026-12-06). Measured / predicted ms, each job's runs re-judged (`python -m
+# validate.calibrate_kafka --ci --from-csv --out-dir COPY`): 14.06 / 13.14 (-7 %), 14.67 /
+# 12.19 (-17 %), 13.98 / 17.44 (+25 %), 14.11 / 12.52 (-11 %), 14.32 / 13.46 (-6 %), 14.18 /
+# 13.57 (-4 %), 17.55 / 15.04 (-14 %), 15.36 / 12.90 (-16 %), 14.20 / 13.95 (-2 %), 16.09 /
+# 13.47 (-16 %) (CI 87-91, 93, 98-101): at most 3.5 ms off where the band under 20 ms is 5.
+# Its misses were on the machine before (below: two of six fresh-clone runs on 2026-11-29,
+# 22.45 / 16.77 and 17.82 / 12.18 ms), and the prediction still reads low more often than
+# high (the mechanisms below), so a slower host may miss again.
 # The rung's p99, back here on 2026-11-29 after six fresh-clone runs that day, measured /
 # predicted ms: 18.55 / 18.28, 22.45 / 16.77 (failed), 18.48 / 16.44, 17.21 / 12.27 (within
 # only by the 5 ms band under 20 ms), 13.64 / 15.36, 17.82 / 12.18 (failed). CI fits the
