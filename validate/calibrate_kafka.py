@@ -1107,6 +1107,7 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
               + f", {b['partition_fetch_us']:.1f} us per partition fetched, "
               f"{b['record_cpu_us']:.2f} us per record"
               for r in rows if (b := r.get("broker"))]
+    lines += _costs_speed(results, rows)
     for name, m in results.items():
         runs = list(m.runs) + list(m.cpu_fit_runs or [])
         if name not in CPU_CONFIGS or not all(np.isfinite(r["broker_data_switches"][0])
@@ -1129,6 +1130,34 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
                          "per switch); "
                          f"cores: request path {cores['data']:.2f}, JIT {cores['jit']:.2f}, "
                          f"GC {cores['gc']:.2f}, rest {rest:.2f} (over {span:.1f} s)")
+    return lines
+
+
+def _costs_speed(results: dict[str, Measured], rows: Sequence[dict]) -> list[str]:
+    """Per CPU configuration predicted with the models/ file's costs scaled: the host speed
+    at which those costs hold by the broker's CPU time (the scale factor and the
+    :data:`CPU_FIT` runs' host-probe speed: ``HostSpeed.cpu_costs_at``), beside the speed
+    the host-speed file fits on the replication acks (validate/kafka_replication.py)."""
+    from validate.kafka_replication import host_speed_model
+
+    shape, speed = model_broker(HERE.parent / "models"), host_speed_model()
+    if shape is None or speed is None or not shape.get("request_cpu_us"):
+        return []
+    lines = []
+    for r in rows:
+        b, m = r.get("broker"), results.get(r["config"])
+        if not b or m is None or not m.cpu_fit_runs:
+            continue
+        factor = b["request_cpu_us"] / shape["request_cpu_us"]
+        at = speed.cpu_costs_at(list(m.cpu_fit_runs), factor)
+        if not np.isfinite(at):
+            continue
+        run_speed = at * factor
+        lines.append(f"{r['config']}: the models file's broker costs x {factor:.2f} fit the "
+                     f"{CPU_FIT} runs' CPU at a host speed of {run_speed * 1e6:.1f} us (their "
+                     f"probe's wait lateness beyond {speed.wake_floor_s * 1e6:.1f}): they hold "
+                     f"at {at * 1e6:.1f} us by the broker's CPU, where the replication acks "
+                     f"fit {speed.costs_at_s * 1e6:.1f} (models/kafka-host-speed-loopback.toml)")
     return lines
 
 

@@ -220,6 +220,29 @@ def test_the_clients_internal_latency_is_printed_beside_the_model_s():
             "p50 measured 10.24 ms, predicted 10.23; p99 measured 11.10, predicted 10.95") in line
 
 
+def test_the_speed_the_broker_s_costs_hold_at_by_its_cpu_is_printed():
+    # a CPU configuration predicted with the models file's costs x 0.40, its CPU-fit runs'
+    # probe at 28.8 us beyond the floor (CI 100): the costs hold at 72 us by the broker's CPU
+    from validate.calibrate_kafka import HERE, Measured, model_broker
+    from validate.kafka_harness import COLUMNS
+    from validate.kafka_replication import host_speed_model
+
+    shape, speed = model_broker(HERE.parent / "models"), host_speed_model()
+    assert shape is not None and speed is not None
+    recs = []
+    for _ in range(3):
+        rec = np.zeros(4, dtype=[(c, "f8") for c in COLUMNS])
+        rec["host_wake_s"] = speed.wake_floor_s + 28.8e-6
+        rec["broker_data_switches"] = np.nan         # its threads not read: no such line
+        recs.append(rec)
+    name = next(iter(CPU_CONFIGS))
+    rows = [{"config": name, "broker": {**shape, "request_cpu_us": 0.4 * shape["request_cpu_us"]}}]
+    line, = where_cpu_went({name: Measured([], [], recs)}, rows)[-1:]
+    assert line.startswith(f"{name}: the models file's broker costs x 0.40 fit the "), line
+    assert f"they hold at 72.0 us by the broker's CPU, where the replication acks fit " \
+        f"{speed.costs_at_s * 1e6:.1f}" in line, line
+
+
 def test_no_broker_fails_fast_with_a_clear_message(tmp_path):
     import time
 

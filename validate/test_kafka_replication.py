@@ -294,6 +294,20 @@ def test_the_host_speed_is_fitted_on_the_probed_sparse_runs_and_scales_the_predi
     assert [r.run for r in at_host_speed(session, speed, per_run=1)] == [0, 2]
 
 
+def test_the_speed_the_costs_hold_at_by_the_broker_s_cpu_is_the_runs_speed_over_the_factor():
+    from validate.kafka_replication import HostSpeed
+
+    # CI 100's CPU-fit runs: wait lateness 109.5, 106.9, 119.7 us; the file's costs x 0.40
+    speed = HostSpeed(80.7e-6, 32.5e-6)
+    runs = [_a_run(10, 0.001, np.full(10, 0.001), w) for w in (109.5e-6, 106.9e-6, 119.7e-6)]
+    assert speed.cpu_costs_at(runs, 0.404) == pytest.approx(28.8e-6 / 0.404)
+    # without the probe's figures, or at no positive factor, nothing is measured
+    assert np.isnan(speed.cpu_costs_at(runs, 0.0))
+    assert np.isnan(speed.cpu_costs_at([_a_run(10, 0.001, np.full(10, 0.001))], 0.4))
+    runs[0]["host_wake_s"] = np.nan                  # one run without: the others' median
+    assert speed.cpu_costs_at(runs, 0.5) == pytest.approx((113.3e-6 - 80.7e-6) / 0.5)
+
+
 def test_too_few_probed_runs_to_fit_the_host_speed_on_are_refused_saying_so():
     from validate.kafka_replication import fit_speed
 
