@@ -183,8 +183,26 @@ median 0.41 ms (sparse), 0.39 (franz-go) and 0.39 (dense), off by 25, 24 and 4 %
 against 10, 13 and 2 % at 32.5: the ~0.4 ms the plain prediction also misses at three
 replicas (below). So the fitted costs' speed carries a piece of the replication round the
 model lacks, as broker CPU that the JVM does not burn (2.1 times its CPU at a run's speed);
-what that piece is has not been found. The at-speed rows are judged with the fitted figure
-all the same: it is shared by every configuration and was fitted on sparse runs alone.
+the at-speed rows are judged with the fitted figure all the same: it is shared by every
+configuration and was fitted on sparse runs alone.
+
+What the piece is, measured (2026-12-06, one session each, probe 124-157 us): the follower's
+next Fetch is handled on a cold thread. Kafka's request handlers take requests from one
+queue in turn (the one that has waited longest; ``validate/kafka_handlers.py`` cites the
+source), so at the sparse feed each request lands on a handler idle for some 60 ms.
+``python -m validate.kafka_handlers --reps 2``: the leader's handlers took 1.4 requests per
+message at one replica and 3.4 at three (the two followers' next Fetches besides the
+produce and the consumer's Fetch), spread evenly over its eight handlers (83-86 each over
+200 messages), at 440-450 and 360-390 us of CPU per request handled, its processors
+550-590 and 870-950 us per message. The model handles that Fetch warm (the broker ran a
+stage within 1 ms): ~55 us on the I/O thread at this speed. ``python -m
+validate.kafka_request_log --config sparse`` (the log on, so slower) read the followers'
+next Fetches at 0.25-0.32 ms local time at the leader, the produce request's local time
+0.80-0.98 ms at three replicas against 0.23-0.32 at one. Two such Fetches, in parallel, are
+~0.3 ms of the follower round. The model's cold start is the broker's (the first stage
+after it idled, ``simbatch/kafka/broker.py``), fitted so on the ladder; a cold start per
+thread would need the ladder refitted under it (at 1000 msg/s over 32 partitions each
+handler idles ~8 ms, and a request there costs the warm figure).
 
 A refit on eight sessions (the four and CI 95-98: floor 77.7 us, costs' speed 37.5),
 judged on the five after (a standalone session and CI 99-102, 15 runs a row), read sparse

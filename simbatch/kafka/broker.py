@@ -124,6 +124,14 @@ partitions, linger 10 ms):
   to the collector depends on the heap's state (0.35-0.56 cores at 10 requests/s of
   0.65-1.3 MB in one session of four, ~0-0.1 in the others and after a fresh broker's
   first rounds, 0.06-0.6 in such rounds later the same day), which the model leaves out.
+* A cold start is the broker's here, but the broker's threads start cold each: its request
+  handlers take requests from one queue in turn, so a sparse feed (one message every 25 ms)
+  gives each request a handler idle some 60 ms, and on a cluster of three at replication 3
+  the followers' next Fetches, which the model handles warm right after the produce
+  request, cost the leader 360-390 us of a handler's CPU as every request there does
+  (``validate/kafka_handlers.py``, 2026-12-06; the model's warm fetch ~55 us at that host's
+  speed): ~0.3 ms of the follower round the model lacks
+  (``validate/kafka_replication.py``, "What the costs' speed holds").
 """
 
 from __future__ import annotations
