@@ -1137,11 +1137,14 @@ def _costs_speed(results: dict[str, Measured], rows: Sequence[dict]) -> list[str
     """Per CPU configuration predicted with the models/ file's costs scaled: the host speed
     at which those costs hold by the broker's CPU time (the scale factor and the
     :data:`CPU_FIT` runs' host-probe speed: ``HostSpeed.cpu_costs_at``), beside the speed
-    the host-speed file fits on the replication acks (validate/kafka_replication.py)."""
+    the host-speed file fits on the replication acks (validate/kafka_replication.py). None
+    in a session that tells the costs apart (a ladder): there each configuration's costs
+    are the others' own fit, not the file's scaled."""
     from validate.kafka_replication import host_speed_model
 
     shape, speed = model_broker(HERE.parent / "models"), host_speed_model()
-    if shape is None or speed is None or not shape.get("request_cpu_us"):
+    if shape is None or speed is None or not shape.get("request_cpu_us") \
+            or tells_costs_apart(results):
         return []
     lines = []
     for r in rows:

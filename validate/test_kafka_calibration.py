@@ -241,6 +241,9 @@ def test_the_speed_the_broker_s_costs_hold_at_by_its_cpu_is_printed():
     assert line.startswith(f"{name}: the models file's broker costs x 0.40 fit the "), line
     assert f"they hold at 72.0 us by the broker's CPU, where the replication acks fit " \
         f"{speed.costs_at_s * 1e6:.1f}" in line, line
+    # a ladder's session fits each configuration's costs on the others: no factor to read
+    ladder = {n: Measured([], [], recs) for n in CPU_CONFIGS}
+    assert not any("hold at" in line for line in where_cpu_went(ladder, rows))
 
 
 def test_no_broker_fails_fast_with_a_clear_message(tmp_path):
