@@ -204,6 +204,17 @@ after it idled, ``simbatch/kafka/broker.py``), fitted so on the ladder; a cold s
 thread would need the ladder refitted under it (at 1000 msg/s over 32 partitions each
 handler idles ~8 ms, and a request there costs the warm figure).
 
+A what-if, not committed (the model patched in a scratch script): with the leader's handling
+of each follower's next Fetch charged ``cold_us``, and the reply to each woken Fetch sent
+cold too (the follower's connection's processor last ran a round before), and the broker's
+costs at the speed their CPU measures (70 us) instead of the fitted 32.5, the thirteen
+probed sessions' runs at three replicas read sparse 11.7 % off on average (34 of 39 within
+25 %; the sessions' medians +23, -9, +4, +2, +5, +7, +28, +11, +8, +6, -17, -18, +1 %),
+franz-go 15.4 % (34 of 39; 12 of 13 medians within 25 %, CI 100 -28 %), dense 2.5 %, the
+residual medians -0.05, -0.18 and -0.18 ms: near the fitted file's 9.6, 13.1 and 2.3 %
+(the four fitted on among them) with no speed fitted. The next Fetch's cold start alone
+read 14.2, 12.4 and 2.4 % (residual +0.15, +0.10, +0.15 ms).
+
 A refit on eight sessions (the four and CI 95-98: floor 77.7 us, costs' speed 37.5),
 judged on the five after (a standalone session and CI 99-102, 15 runs a row), read sparse
 10.7 % per run on average (15 of 15 within 25 %; sessions' medians +1, -6, -22, -19, -6 %)
