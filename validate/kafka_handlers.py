@@ -23,7 +23,14 @@ wake-ups beyond theirs (requests handled), CPU per request handled, how evenly t
 handlers shared them, and its processors' and the followers' fetchers' CPU per message.
 The broker that also runs the cluster's controller has a second pool of handlers under the
 same names (the controller's, idle here): when it leads, the table counts 16 handlers and
-the fewest requests per handler reads about 0.
+the fewest requests per handler reads about 0. Made for the one-partition configurations
+(``sparse``, ``franz-go-sparse``): with several partitions every broker leads some, the
+table reads the busiest alone, and a controller's broker among the others makes their
+idle baseline wrong (``--config dense`` on 2026-12-06 read -0.50 requests per message in
+one run of four). What that run gave all the same: 200-220 us per request handled at one
+replica and 105 us at three, where the sparse feed's were 440-450 and 360-390: a handler
+that idles as long costs less when its broker is busy, so a cold start is not the
+thread's alone.
 """
 
 from __future__ import annotations
