@@ -118,6 +118,9 @@ def served(before: dict, after: dict, names: dict, messages: int) -> Served:
     def woke(pid: int) -> int:
         return sum(w for _, w in delta(pid, "handler"))
 
+    if not any(k == "handler" for threads in names.values() for k, _ in threads.values()):
+        raise HarnessError("no request handler among the brokers' threads (jstack named "
+                           "none data-plane-kafka-request-handler-N): nothing to count")
     leader = max(names, key=woke)
     idle = [d for pid in names if pid != leader for d in delta(pid, "handler")]
     idle_cpu = float(np.median([c for c, _ in idle])) if idle else 0.0

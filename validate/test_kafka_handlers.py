@@ -60,3 +60,10 @@ def test_the_leader_s_requests_are_its_handlers_wake_ups_beyond_the_idle_brokers
     assert (s.fewest, s.most) == (80, 100)
     assert s.network_us == pytest.approx(200)
     assert s.fetcher_us == pytest.approx(260)
+
+
+def test_brokers_without_a_named_handler_are_refused_saying_so():
+    names = {1: {"19": ("fetcher", "ReplicaFetcherThread-0-2")}}
+    counts = {1: {"19": (0.0, 0)}}
+    with pytest.raises(HarnessError, match="no request handler among the brokers' threads"):
+        served(counts, counts, names, messages=10)
