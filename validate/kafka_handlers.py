@@ -2,7 +2,7 @@
 request handler, network processor and replica fetcher of the three brokers of the local
 cluster, named by the JDK's ``jstack``, with its CPU (the scheduler's count,
 ``kafka_harness._thread_cpu_s``) and its wake-ups (voluntary context switches,
-``/proc/PID/task/TID/status``) over one harness run.
+``kafka_harness.thread_switches``) over one harness run.
 
 Why (issue 14): the speed at which the broker's costs hold, fitted on the replication acks,
 is half the one its CPU time measures (``validate/kafka_replication.py``, "What the costs'
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from validate.kafka_harness import HarnessError, _thread_cpu_s
+from validate.kafka_harness import HarnessError, _thread_cpu_s, thread_switches
 
 KINDS = (("handler", re.compile(r"request-handler-\d+$")),
          ("network", re.compile(r"network-thread-\d+-ListenerName\(PLAINTEXT\)")),
@@ -81,13 +81,9 @@ def counts(pid: int, tids) -> dict[str, tuple[float, int]]:
     left out."""
     out = {}
     for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status") as fh:
-                status = fh.read()
-        except OSError:
-            continue
-        woke = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M)
-        out[tid] = (_thread_cpu_s(pid, tid, []), int(woke.group(1)) if woke else 0)
+        switches = thread_switches(pid, tid)
+        if switches is not None:
+            out[tid] = (_thread_cpu_s(pid, tid, []), switches.get("voluntary_ctxt_switches", 0))
     return out
 
 
@@ -118,22 +114,22 @@ def served(before: dict, after: dict, names: dict, messages: int) -> Served:
     def woke(pid: int) -> int:
         return sum(w for _, w in delta(pid, "handler"))
 
-    if not any(k == "handler" for threads in names.values() for k, _ in threads.values()):
+    leader = max(names, key=woke)
+    own = delta(leader, "handler")
+    if not own:
         raise HarnessError("no request handler among the brokers' threads (jstack named "
                            "none data-plane-kafka-request-handler-N): nothing to count")
-    leader = max(names, key=woke)
     idle = [d for pid in names if pid != leader for d in delta(pid, "handler")]
     idle_cpu = float(np.median([c for c, _ in idle])) if idle else 0.0
     idle_woke = float(np.median([w for _, w in idle])) if idle else 0.0
-    own = delta(leader, "handler")
     taken = [w - idle_woke for _, w in own]
     requests = float(sum(taken))
     cpu = sum(c - idle_cpu for c, _ in own)
-    fetched = [c for pid in names if pid != leader
+    from_leader = f"-{_broker_id(names[leader])}"
+    fetched = [after[pid][t][0] - before[pid][t][0] for pid in names if pid != leader
                for t, (k, n) in names[pid].items()
-               if k == "fetcher" and t in before[pid] and t in after[pid]
-               and n.endswith(f"-{_broker_id(names[leader])}")
-               for c in [after[pid][t][0] - before[pid][t][0]]]
+               if k == "fetcher" and n.endswith(from_leader)
+               and t in before[pid] and t in after[pid]]
     return Served(len(own), requests / messages, cpu / requests * 1e6 if requests > 0
                   else float("nan"), min(taken), max(taken),
                   sum(c for c, _ in delta(leader, "network")) / messages * 1e6,

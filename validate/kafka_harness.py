@@ -520,20 +520,27 @@ def thread_usage(pid: int | None) -> dict[str, float]:
             if pattern.match(comm):
                 out[f"{name}_cpu_s"] += _thread_cpu_s(pid, tid, fields)
                 if name == "data":
-                    try:
-                        with open(f"/proc/{pid}/task/{tid}/status") as fh:
-                            status = fh.read()
-                    except OSError:
+                    switches = thread_switches(pid, tid)
+                    if switches is None:
                         break                   # the thread exited meanwhile
-                    switches = {line.split(":")[0]: int(line.split()[1])
-                                for line in status.splitlines()
-                                if line.startswith(("voluntary_ctxt_switches",
-                                                    "nonvoluntary_ctxt_switches"))}
                     out["data_switches"] += sum(switches.values())
                     out["data_preempted"] += switches.get("nonvoluntary_ctxt_switches", 0)
                     out["data_runq_s"] += _runq_s(pid, tid)
                 break
     return out
+
+
+def thread_switches(pid: int | None, tid: str) -> dict[str, int] | None:
+    """Thread ``tid``'s context switches so far (``/proc/PID/task/TID/status``):
+    ``voluntary_ctxt_switches`` (it went to sleep) and ``nonvoluntary_ctxt_switches`` (put off
+    a CPU while it could run); None if the thread exited."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status") as fh:
+            status = fh.read()
+    except OSError:
+        return None
+    return {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines()
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))}
 
 
 def _runq_s(pid: int | None, tid: str) -> float:
