@@ -74,9 +74,30 @@ its first ~40 s of such load, :data:`CPU_SETTLE_RUNS`), and the other CPU config
 Each CPU configuration is predicted from costs fitted on every run of the session but its
 own (:func:`held_out_broker`); a session that cannot tell the costs apart (CI's, with one
 CPU configuration) takes them from ``models/kafka-broker-loopback.toml`` (fitted on a
-ladder session without CI's configuration, :data:`MODEL_FIT_EXCLUDES`), scaled by one
-factor fitted on its own :data:`CPU_FIT` runs. Each is judged on p50, p99 and the
-broker's serving CPU (cores over the run) with issue 14's tolerance. The broker runs on this VM's
+ladder session without CI's configuration, :data:`MODEL_FIT_EXCLUDES`). Each is judged on
+p50, p99 and the broker's serving CPU (cores over the run) with issue 14's tolerance.
+
+The host's speed. The same work costs the broker JVM more CPU when the host runs slow: a
+run's CPU grows in step with its host probe's wait lateness beyond the floor
+(``validate/host_probe.py``; ``HostSpeed`` in validate/kafka_replication.py). Measured: the
+ladder of 2026-12-06 (this VM, its runs at 29-93 us of lateness in a slow spell), each
+rung's CPU predicted from the others' costs, within 25 % on 4 of 10 rungs unscaled (-37 to
++30 %) and on 9 of 10 with each run's work taken at the fit's median speed and each rung
+predicted at its own runs' (-27 % at 250 msg/s over 32 partitions; p50 and p99 within on
+10 of 10 either way). So :func:`fit_broker` fits the costs as they hold at the runs'
+median speed where every run has the probe, a ladder writes that speed into the models
+file (``[host_speed]``), and a session that takes the file's costs (CI's rung) predicts
+each run with them scaled to its own speed, nothing fitted on the session; a file without
+``[host_speed]`` is scaled by one factor fitted on the session's :data:`CPU_FIT` runs, as
+before. The shipped file (2026-11-28, the machine before, runs without the probe) has none.
+That ladder's refit (164 us a request unit, a cold start 361, 5.8 a partition, 0.81 a
+record, at 59.0 us), judged on the rung's kept runs of eight CI jobs (98-101, 103-106),
+read +4, -11, -2, 0, -1, -3, -7 and -2 % at the runs' speed (p50 -1 to +3 %, p99 -23 to
+-2 %), where the shipped file's factor read -3, -17, -15, -8, -3, +12, -4 and -7 %; and it
+brings R2's longest producer p99 within its band (901 ms against 1.6 s; 502 with the
+shipped file). Not shipped: the replication suite, which shares the file, predicts its
+sparse runs at three replicas at their speed worse with it (validate/kafka_replication.py,
+"What the costs' speed holds"). The broker runs on this VM's
 2 vCPUs beside the Python harness and whatever neighbours run; that load is not a
 reservation in the model (``background_cores`` 0): Linux's scheduler lets a waking broker
 thread preempt a CPU-bound task within its wake-up granularity, and a neighbour takes what
@@ -421,7 +442,18 @@ class CpuSample:
     idle: float
     fitted: Fitted
     k: int
+    speed: float = float("nan")
+    """The run's host speed (seconds: its probe's wait lateness beyond the floor,
+    ``validate/kafka_replication.py``'s ``HostSpeed``; NaN without a probe)."""
     cache: dict = field(default_factory=dict)
+
+    def scale(self, at_s: float | None) -> float:
+        """How much more CPU this run's work took than at host speed ``at_s`` (1 without
+        ``at_s`` or the run's speed): the broker's costs grow in step with the speed
+        (:func:`fit_broker`)."""
+        if at_s is None or not self.speed > 0:
+            return 1.0
+        return self.speed / at_s
 
     def served(self, costs: tuple[float, ...]) -> np.ndarray:
         """What the model's broker serves per second for this run at ``costs``
@@ -450,7 +482,11 @@ class CpuSample:
 def cpu_samples(results: dict[str, Measured]) -> list[CpuSample]:
     """Every run of a session with the broker's CPU measured, as samples: each CPU
     configuration's runs and, measured with them, its fit runs (one partition, 40 requests/s)
-    and :data:`CPU_FIT`'s runs (four partitions, ~290 requests/s)."""
+    and :data:`CPU_FIT`'s runs (four partitions, ~290 requests/s), each with its host speed
+    where its probe and the host-speed file's floor give one."""
+    from validate.kafka_replication import host_speed_model
+
+    host = host_speed_model()
     out = []
     for name, m in results.items():
         if name not in CPU_CONFIGS or not m.cpu_fit_runs:
@@ -458,10 +494,21 @@ def cpu_samples(results: dict[str, Measured]) -> list[CpuSample]:
         fitted = fit_runs(m.fit_runs)
         for label, runs in ((name, m.runs), (CPU_FIT, m.cpu_fit_runs),
                             (fit_config(name), m.fit_runs)):
-            out += [CpuSample(label, work_cores(rec), float(rec["broker_idle_cores"][0]), f, k)
+            out += [CpuSample(label, work_cores(rec), float(rec["broker_idle_cores"][0]), f, k,
+                              host.of(rec) if host is not None else float("nan"))
                     for k, (f, rec) in enumerate(zip(fitted, runs, strict=True))
                     if np.isfinite(rec["broker_cpu_s"][0])]
     return out
+
+
+def speed_of(samples: Sequence[CpuSample]) -> float | None:
+    """The host speed a fit on ``samples`` holds its costs at: their median speed; None
+    unless every one has a speed (a session without the probe: its costs at whatever speed
+    it ran)."""
+    speeds = [s.speed for s in samples]
+    if not speeds or not all(v > 0 for v in speeds):
+        return None
+    return float(np.median(speeds))
 
 
 FIT_ROUNDS = 2
@@ -476,7 +523,7 @@ RECORD_CONFIGS = tuple(f"linger100-p8-{rate}ps-dense" for rate in RECORD_RATES)
 
 
 def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None,
-               record_cpu_us: float = 0.0) -> dict:
+               record_cpu_us: float = 0.0, at_s: float | None = None) -> dict:
     """The model's ``[broker]`` fitted on ``samples``: a request unit's warm cost
     (``request_cpu_us``), a cold start's (``cold_us``) and a partition named in a fetch's
     (``partition_fetch_us``), at a record's cost given (``record_cpu_us``: measured by
@@ -489,15 +536,22 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None,
     costs just fitted (a busier broker serves fewer fetches and cold starts).
     ``idle_cores``: the samples' median. With ``shape`` (a models/ file's ``[broker]``):
     its costs, the record's among them, and its cold start's growth, the costs all scaled
-    by one factor fitted likewise (a session too small to separate them, as CI's)."""
+    by one factor fitted likewise (a session too small to separate them, as CI's).
+
+    With ``at_s`` (:func:`speed_of`), the costs are fitted as they hold at that host speed:
+    each run's work taken at ``at_s`` (:meth:`CpuSample.scale`), its traffic counted at its
+    own speed's costs. The broker's CPU per unit of work grows in step with the host's
+    speed, as its probe reads it (measured: the ladder of 2026-12-06, its runs at 29-93 us,
+    predicts each configuration from the others within 25 % on 10 of 10 so and on 5 of 10
+    without; ``validate/kafka_replication.py``, "What the costs' speed holds")."""
     from scipy.optimize import nnls
 
-    y, w = _work(samples)
+    y, w = _work(samples, at_s)
     fitted = list(FITTED)
     record = max(float(record_cpu_us), 0.0) * 1e-6
 
     def solve(at: tuple[float, ...]) -> tuple[float, np.ndarray]:
-        a = np.array([s.served(at) for s in samples])
+        a = np.array([_served(s, at, at_s) for s in samples])
         if shape is None:
             rest = y - a[:, COSTS.index("record_cpu_us")] * record
             part, _ = nnls(a[:, fitted] * w[:, None], rest * w)
@@ -531,13 +585,15 @@ def cold_shape(broker: dict) -> tuple[float, float]:
     return (float(broker["cold_after_us"]), float(broker.get("cold_ramp_us", 0.0)))
 
 
-def cost_errors(samples: Sequence[CpuSample], broker: dict) -> dict[str, float]:
-    """Each of ``broker``'s :data:`COSTS` (us) the ladder fits (:data:`FITTED`) with its
-    standard error from the fit's residuals on ``samples`` (weighted as :func:`fit_broker`
-    weighs them; the counts at the fitted costs); nan for a record's, which it is given."""
+def cost_errors(samples: Sequence[CpuSample], broker: dict,
+                at_s: float | None = None) -> dict[str, float]:
+    """Each of ``broker``'s :data:`COSTS` (us, holding at host speed ``at_s`` where given)
+    the ladder fits (:data:`FITTED`) with its standard error from the fit's residuals on
+    ``samples`` (weighted as :func:`fit_broker` weighs them; the counts at the fitted costs);
+    nan for a record's, which it is given."""
     at = (*(float(broker[k]) for k in COSTS), *cold_shape(broker))
-    y, w = _work(samples)
-    a = np.array([s.served(at) for s in samples]) * 1e-6
+    y, w = _work(samples, at_s)
+    a = np.array([_served(s, at, at_s) for s in samples]) * 1e-6
     rest = (y - a[:, COSTS.index("record_cpu_us")] * at[COSTS.index("record_cpu_us")]) * w
     a = (a * w[:, None])[:, list(FITTED)]
     resid = a @ np.array([at[i] for i in FITTED]) - rest
@@ -548,11 +604,33 @@ def cost_errors(samples: Sequence[CpuSample], broker: dict) -> dict[str, float]:
     return se
 
 
-def _work(samples: Sequence[CpuSample]) -> tuple[np.ndarray, np.ndarray]:
-    """Each sample's work (cores beyond idle) and its weight in the fit: relative error,
-    floored at 0.1 cores (:func:`fit_broker`)."""
-    y = np.array([s.work for s in samples])
+def _work(samples: Sequence[CpuSample], at_s: float | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's work (cores beyond idle; at host speed ``at_s``, where given:
+    :meth:`CpuSample.scale`) and its weight in the fit: relative error, floored at 0.1 cores
+    (:func:`fit_broker`)."""
+    y = np.array([s.work / s.scale(at_s) for s in samples])
     return y, 1.0 / np.maximum(y, 0.1)
+
+
+def _served(sample: CpuSample, at: tuple[float, ...], at_s: float | None) -> np.ndarray:
+    """``sample``'s traffic (:meth:`CpuSample.served`) at the costs ``at`` holding at host
+    speed ``at_s``: counted at its own speed's (a slower run's broker is busier)."""
+    scale = sample.scale(at_s)
+    if scale == 1.0:
+        return sample.served(at)
+    n = len(COSTS)
+    return sample.served((*(round(c * scale, 3) for c in at[:n]), *at[n:]))
+
+
+def at_speed(broker: dict, at_s: float | None, speed_s: float) -> dict:
+    """``broker``'s costs, holding at host speed ``at_s``, for a run at ``speed_s``
+    (unchanged without either)."""
+    from validate.kafka_replication import scaled_costs
+
+    if at_s is None or not speed_s > 0:
+        return broker
+    return scaled_costs(broker, at_s, speed_s)
 
 
 def session_record_cost(out_dir: Path) -> Costs | None:
@@ -574,17 +652,25 @@ def given_record_cpu_us(design: Costs | None, shape: dict | None) -> float:
 
 
 def held_out_broker(samples: Sequence[CpuSample], name: str, shape: dict | None,
-                    design: Costs | None = None) -> dict:
-    """``name``'s ``[broker]``, fitted on every other sample of the session: its own costs
-    where they tell them apart (:func:`separable`; a record's given by the session's
-    ``design`` or ``shape``: :func:`given_record_cpu_us`), else ``shape`` scaled on the
-    :data:`CPU_FIT` runs among them (without a ``shape``, its own fit all the same)."""
+                    design: Costs | None = None, shape_at_s: float | None = None
+                    ) -> tuple[dict, float | None]:
+    """``name``'s ``[broker]`` and the host speed its costs hold at (None: at the session's,
+    unscaled): fitted on every other sample of the session where they tell the costs apart
+    (:func:`separable`; a record's given by the session's ``design`` or ``shape``:
+    :func:`given_record_cpu_us`), at their median speed (:func:`speed_of`); else ``shape``
+    (a models/ file's), whose costs hold at ``shape_at_s`` (its ``[host_speed]``), with
+    nothing fitted where ``name``'s runs all have a speed; else ``shape`` scaled on the
+    :data:`CPU_FIT` runs among them (a file or runs older than the host probe; without a
+    ``shape``, its own fit all the same)."""
     others = [s for s in samples if s.config != name]
     if shape is not None and not separable(others):
+        if shape_at_s is not None and speed_of([s for s in samples if s.config == name]):
+            return shape, shape_at_s
         # the factor from CPU_FIT's runs alone: the fit runs' few hundredths of a core of
         # work are within their idle CPU's noise
-        return fit_broker([s for s in others if s.config == CPU_FIT], shape)
-    return fit_broker(others, record_cpu_us=given_record_cpu_us(design, shape))
+        return fit_broker([s for s in others if s.config == CPU_FIT], shape), None
+    at_s = speed_of(others)
+    return fit_broker(others, record_cpu_us=given_record_cpu_us(design, shape), at_s=at_s), at_s
 
 
 def separable(samples: Sequence[CpuSample]) -> bool:
@@ -1020,14 +1106,24 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
     (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
     ``models_dir`` as the shape where they cannot separate its costs, and the session's
     record cost, ``design``, where its design ran: :func:`session_record_cost`)."""
+    from validate.kafka_replication import broker_speed_model, host_speed_model
+
     rows = []
     shape = model_broker(models_dir or HERE.parent / "models")
+    shape_speed = broker_speed_model(models_dir or HERE.parent / "models")
+    host = host_speed_model()
     samples = cpu_samples(results)
     for name, m in results.items():
         fitted = fit_runs(m.fit_runs)
         brokers = None         # without the broker's CPU time (a user's cluster): no model
         if name in CPU_CONFIGS and any(s.config == name for s in samples):
-            brokers = [held_out_broker(samples, name, shape, design)] * len(m.runs)
+            broker, at_s = held_out_broker(
+                samples, name, shape, design,
+                shape_speed.costs_at_s if shape_speed is not None else None)
+            # each run's speed as the costs' own speed was read: the file's floor for its costs
+            reader = shape_speed if broker is shape else host
+            brokers = [at_speed(broker, at_s, reader.of(r) if reader else float("nan"))
+                       for r in m.runs]
         gc = fitted_gc(results, held_out=name) if CONFIGS[name].client == "librdkafka" \
             else None
         pred = predict(name, CONFIGS[name], fitted, m.runs, brokers,
@@ -1052,7 +1148,7 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
             rows[-1]["fetch_per_produce"] = (float(np.median(
                 [r["fetch_requests"][0] / r["produce_requests"][0] for r in m.runs])),
                 fetch_ratio)
-            rows[-1]["broker"] = brokers[0] if brokers else None
+            rows[-1]["broker"] = (broker, at_s) if brokers else None
             if gc_pred and gc is not None:
                 rows[-1]["gc"] = (measured_gc(m.runs), tuple(gc_pred))
                 rows[-1]["pauses"] = (measured_pauses(m.runs), gc[0]["pause_ms"])
@@ -1099,15 +1195,7 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
               "session's other runs' (a pause's length follows what it copies, which the model "
               "does not draw: simbatch/kafka/gc.py)"
               for r in rows if "pauses" in r for own, model in [r["pauses"]]]
-    lines += [f"{r['config']}: broker fitted on the session's other runs: "
-              f"{b['request_cpu_us']:.0f} us per request unit, a cold start "
-              f"{b['cold_us']:.0f} us after {b['cold_after_us']:.0f} us idle"
-              + (f" (in full after {b['cold_after_us'] + b['cold_ramp_us']:.0f})"
-                 if b.get("cold_ramp_us") else "")
-              + f", {b['partition_fetch_us']:.1f} us per partition fetched, "
-              f"{b['record_cpu_us']:.2f} us per record"
-              for r in rows if (b := r.get("broker"))]
-    lines += _costs_speed(results, rows)
+    lines += [_broker_line(results, r) for r in rows if r.get("broker")]
     for name, m in results.items():
         runs = list(m.runs) + list(m.cpu_fit_runs or [])
         if name not in CPU_CONFIGS or not all(np.isfinite(r["broker_data_switches"][0])
@@ -1133,35 +1221,49 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
     return lines
 
 
-def _costs_speed(results: dict[str, Measured], rows: Sequence[dict]) -> list[str]:
-    """Per CPU configuration predicted with the models/ file's costs scaled: the host speed
-    at which those costs hold by the broker's CPU time (the scale factor and the
-    :data:`CPU_FIT` runs' host-probe speed: ``HostSpeed.cpu_costs_at``), beside the speed
-    the host-speed file fits on the replication acks (validate/kafka_replication.py). None
-    in a session that tells the costs apart (a ladder): there each configuration's costs
-    are the others' own fit, not the file's scaled."""
+def _broker_line(results: dict[str, Measured], row: dict) -> str:
+    """The costs ``row``'s configuration was predicted with (:func:`compare`), where they
+    come from, and the host speed they hold at beside its runs' (the probe's wait lateness
+    beyond the host-speed file's floor, validate/kafka_replication.py)."""
     from validate.kafka_replication import host_speed_model
 
-    shape, speed = model_broker(HERE.parent / "models"), host_speed_model()
-    if shape is None or speed is None or not shape.get("request_cpu_us") \
-            or tells_costs_apart(results):
-        return []
-    lines = []
-    for r in rows:
-        b, m = r.get("broker"), results.get(r["config"])
-        if not b or m is None or not m.cpu_fit_runs:
-            continue
+    b, at_s = row["broker"]
+    shape = model_broker(HERE.parent / "models")
+    if tells_costs_apart(results):
+        source = "fitted on the session's other runs"
+    elif b is shape or at_s is not None:
+        source = "the models file's"
+    else:
+        source = f"the models file's scaled on the {CPU_FIT} runs' CPU"
+    line = (f"{row['config']}: broker {source}: {b['request_cpu_us']:.0f} us per request "
+            f"unit, a cold start {b['cold_us']:.0f} us after {b['cold_after_us']:.0f} us idle"
+            + (f" (in full after {b['cold_after_us'] + b['cold_ramp_us']:.0f})"
+               if b.get("cold_ramp_us") else "")
+            + f", {b['partition_fetch_us']:.1f} us per partition fetched, "
+            f"{b['record_cpu_us']:.2f} us per record")
+    host, m = host_speed_model(), results.get(row["config"])
+    if host is None or m is None:
+        return line
+    if source.endswith("runs' CPU") and shape and shape.get("request_cpu_us"):
+        # the factor and the CPU_FIT runs' speed say at what speed the file's costs hold
         factor = b["request_cpu_us"] / shape["request_cpu_us"]
-        at = speed.cpu_costs_at(list(m.cpu_fit_runs), factor)
-        if not np.isfinite(at):
-            continue
-        run_speed = at * factor
-        lines.append(f"{r['config']}: the models file's broker costs x {factor:.2f} fit the "
-                     f"{CPU_FIT} runs' CPU at a host speed of {run_speed * 1e6:.1f} us (their "
-                     f"probe's wait lateness beyond {speed.wake_floor_s * 1e6:.1f}): they hold "
-                     f"at {at * 1e6:.1f} us by the broker's CPU, where the replication acks "
-                     f"fit {speed.costs_at_s * 1e6:.1f} (models/kafka-host-speed-loopback.toml)")
-    return lines
+        held = host.cpu_costs_at(list(m.cpu_fit_runs or []), factor)
+        if not np.isfinite(held):
+            return line
+        return (line + f" (x {factor:.2f}; those runs at a host speed of "
+                f"{held * factor * 1e6:.1f} us, the probe's wait lateness beyond "
+                f"{host.wake_floor_s * 1e6:.1f}: the file's costs hold at {held * 1e6:.1f} us "
+                f"by the broker's CPU, where the replication acks fit "
+                f"{host.costs_at_s * 1e6:.1f}, models/kafka-host-speed-loopback.toml)")
+    if at_s is None:
+        return line
+    speeds = [v for v in map(host.of, m.runs) if v > 0]
+    runs = (f"; its runs' {np.median(speeds) * 1e6:.1f} us, so x "
+            f"{np.median(speeds) / at_s:.2f}" if speeds else "")
+    return (line + f", at a host speed of {at_s * 1e6:.1f} us (the probe's wait lateness "
+            f"beyond {host.wake_floor_s * 1e6:.1f}){runs}; the replication acks fit the "
+            f"costs' speed at {host.costs_at_s * 1e6:.1f} "
+            "(models/kafka-host-speed-loopback.toml)")
 
 
 def table(rows: list[dict]) -> str:
@@ -1268,16 +1370,18 @@ def model_broker(models_dir: Path) -> dict | None:
 
 
 def fitted_broker(results: dict[str, Measured], design: Costs | None,
-                  shape: dict | None) -> tuple[dict, list[str]] | None:
+                  shape: dict | None) -> tuple[dict, list[str], float | None] | None:
     """The ``[broker]`` of a session (:func:`fit_broker` on every run with the broker's CPU
     measured but those of :data:`MODEL_FIT_EXCLUDES`, at the session's record cost,
-    ``design``, else ``shape``'s: :func:`given_record_cpu_us`), and comment lines saying on
-    what; None unless those runs tell the costs apart (:func:`separable`)."""
+    ``design``, else ``shape``'s: :func:`given_record_cpu_us`; at the runs' median host
+    speed where they all have one, :func:`speed_of`), comment lines saying on what, and that
+    speed; None unless those runs tell the costs apart (:func:`separable`)."""
     samples = [s for s in cpu_samples(results) if s.config != MODEL_FIT_EXCLUDES]
     if not separable(samples):
         return None
-    broker = fit_broker(samples, record_cpu_us=given_record_cpu_us(design, shape))
-    se = cost_errors(samples, broker)
+    at_s = speed_of(samples)
+    broker = fit_broker(samples, record_cpu_us=given_record_cpu_us(design, shape), at_s=at_s)
+    se = cost_errors(samples, broker, at_s)
     configs = sorted({s.config for s in samples})
     load = [r["load_avg"][0] for n, m in results.items() if n in configs for r in m.runs]
     from validate.kafka_record_cost import CSV_NAME
@@ -1291,7 +1395,7 @@ def fitted_broker(results: dict[str, Measured], design: Costs | None,
               f"run in this session, {CSV_NAME})")
     notes = [f"# [broker]: fitted on {len(samples)} runs of {len(configs)} configurations "
              f"(every one measured with the broker's CPU but {MODEL_FIT_EXCLUDES}, which CI",
-             "# predicts with these costs scaled by its own CPU fit runs): "
+             "# predicts with these costs at its runs' host speed, [host_speed] below): "
              + ", ".join(configs) + ".",
              "# Least squares on each run's CPU beyond idle (see fit_broker); 1-minute load "
              f"average {min(load, default=np.nan):.2f}-{max(load, default=np.nan):.2f}.",
@@ -1308,16 +1412,30 @@ def fitted_broker(results: dict[str, Measured], design: Costs | None,
         broker["follower_cold_us"] = float(shape["follower_cold_us"])
         notes.append("# follower_cold_us: the models/ file's, measured by python -m "
                       "validate.kafka_cold_start --replicas 3 --write-model.")
-    return broker, notes
+    return broker, notes, at_s
 
 
-def broker_toml(broker: tuple[dict, list[str]], prov: dict[str, str], rows: list[dict]) -> str:
-    """:func:`broker_model_path`'s text: provenance, ``[broker]`` and the broker's CPU
-    measured beside predicted."""
+def broker_toml(broker: tuple[dict, list[str], float | None], prov: dict[str, str],
+                rows: list[dict]) -> str:
+    """:func:`broker_model_path`'s text: provenance, ``[broker]``, the host speed its costs
+    hold at (``[host_speed]``, where the runs had the probe) and the broker's CPU measured
+    beside predicted."""
+    from validate.kafka_replication import host_speed_model
+
     lines = ["# The local Kafka broker's CPU costs (simbatch/kafka/broker.py); written by",
              "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
              "[provenance]"] + [f'{k} = "{v}"' for k, v in prov.items()] + [""]
     lines += broker[1] + ["[broker]"] + [f"{k} = {v}" for k, v in broker[0].items()] + [""]
+    host, at_s = host_speed_model(), broker[2]
+    if at_s is not None and host is not None:
+        lines += ["# The host speed the costs above hold at by the broker JVM's CPU: the fit's "
+                  "runs' median (each run's",
+                  "# probe's wait lateness beyond the floor of "
+                  "models/kafka-host-speed-loopback.toml; a run at another speed is",
+                  "# predicted with the costs scaled in step, validate/calibrate_kafka.py's "
+                  "fit_broker).",
+                  "[host_speed]", f"wake_floor_us = {host.wake_floor_s * 1e6:.1f}",
+                  f"costs_at_us = {at_s * 1e6:.1f}", ""]
     lines += ["# the broker JVM's CPU (cores), measured beside predicted with the costs fitted "
               "on the session's other runs"]
     lines += [f"# {r['config']}: measured {r['measured']:.3f} predicted {r['predicted']:.3f}"

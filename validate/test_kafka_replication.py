@@ -17,6 +17,8 @@ rises). The p99 at replication 3 is printed, not judged: the model misses it
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -260,7 +262,8 @@ def _a_run(n: int, gap_s: float, round_trip_s: np.ndarray,
     return rec
 
 
-def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models():
+def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models(monkeypatch):
+    import validate.kafka_replication as kr
     from validate.kafka_replication import config_of, judge
 
     rng = np.random.default_rng(7)
@@ -275,6 +278,17 @@ def test_the_three_jvms_cpu_at_replication_1_is_printed_beside_the_models():
     _, note = judge({("sparse", 1): fits, ("dense", 1): dense}, per_run=1)
     assert note.startswith("dense-rf1: the three JVMs' CPU beyond idle measured 0.150 cores "
                            "(median of 2 runs), the model's 0."), note
+    # a broker file that says the speed its costs hold at by the JVM's CPU ([host_speed]),
+    # and runs with the probe at twice that speed: the model's CPU with its costs at the
+    # runs' speed, about twice the file's
+    cpu_speed = kr.HostSpeed(80.7e-6, 59e-6)
+    monkeypatch.setattr(kr, "broker_speed_model", lambda models_dir=None: cpu_speed)
+    for rec in dense:
+        rec["host_wake_s"] = cpu_speed.wake_floor_s + 2 * cpu_speed.costs_at_s
+    _, note = judge({("sparse", 1): fits, ("dense", 1): dense}, per_run=1)
+    plain, fast = (float(x) for x in re.findall(
+        r"the model's (\d\.\d+), (\d\.\d+) with its costs at each run's host speed", note)[0])
+    assert fast == pytest.approx(2 * plain, rel=0.15), note
 
 
 def test_the_wake_floor_is_where_the_acks_lines_meet():
@@ -309,6 +323,21 @@ def test_the_host_speed_is_fitted_on_the_probed_sparse_runs_and_scales_the_predi
     assert slow[2].at_speed_p50 > slow[0].at_speed_p50
     session[("sparse", 3)][1]["host_wake_s"] = np.nan
     assert [r.run for r in at_host_speed(session, speed, per_run=1)] == [0, 2]
+
+
+def test_a_run_s_broker_costs_grow_in_step_with_its_host_speed():
+    from validate.kafka_replication import HostSpeed, scaled_costs
+
+    # costs holding at 40 us, for a run at 60: every CPU cost x 1.5, nothing else
+    broker = {"request_cpu_us": 200.0, "cold_us": 300.0, "record_cpu_us": 0.8,
+              "follower_cold_us": 100.0, "cold_after_us": 1000.0, "cores": 2}
+    got = HostSpeed(80.7e-6, 40e-6).costs(broker, 60e-6)
+    assert got == pytest.approx({"request_cpu_us": 300.0, "cold_us": 450.0,
+                                 "record_cpu_us": 1.2, "follower_cold_us": 150.0,
+                                 "cold_after_us": 1000.0, "cores": 2})
+    assert scaled_costs(broker, 40e-6, 40e-6) == broker
+    run = _a_run(10, 0.001, np.full(10, 0.001), 140.7e-6)
+    assert HostSpeed(80.7e-6, 40e-6).of(run) == pytest.approx(60e-6)
 
 
 def test_the_speed_the_costs_hold_at_by_the_broker_s_cpu_is_the_runs_speed_over_the_factor():
