@@ -107,11 +107,15 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from validate.kafka_harness import HarnessConfig, HarnessError, read_csv
+
+if TYPE_CHECKING:
+    from validate.kafka_replication import HostSpeed
 
 HERE = Path(__file__).resolve().parent
 GAPS_MS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 25.0)
@@ -188,7 +192,8 @@ def model_per_request(gap_ms: float, broker: dict,
 
     model = tomllib.loads((HERE.parent / "models" / "kafka-loopback.toml").read_text())
     cfg = gap_config(gap_ms, feed)
-    sim = simulate(model_case(cfg.label, cfg, Fitted.from_model(model), broker), 1)
+    sim = simulate(model_case(cfg.label or f"gap{gap_ms:g}", cfg, Fitted.from_model(model),
+                              broker), 1)
     return sim.broker_cpu_s / sim.requests * 1e6, sim.broker_cold_starts / sim.requests
 
 
@@ -212,9 +217,10 @@ def measure_followers(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS
         for r, gap in interleaved(rounds, gaps):
             cfg = replace(gap_config(gap, feed), replication=3)
             before = [fetcher_cpu_s(pid) for pid in cluster.pids]
-            run(cluster.bootstrap, cfg)
+            rec = run(cluster.bootstrap, cfg)
             used = [fetcher_cpu_s(pid) - b for pid, b in zip(cluster.pids, before, strict=True)]
             rows.append({"feed": feed, "gap_ms": gap, "round": r, "messages": cfg.n_messages,
+                         "host_wake_s": float(rec["host_wake_s"][0]),
                          **{f"fetcher_cpu_s_{k}": u for k, u in enumerate(used)}})
             pd.DataFrame(rows).to_csv(out / FOLLOWERS_CSV, index=False)
             print(f"gap {gap:g} ms, round {r}: done", file=sys.stderr, flush=True)
@@ -262,11 +268,33 @@ def follower_report(runs: pd.DataFrame, broker: dict) -> str:
     return "\n".join(lines)
 
 
-def follower_cold_us(runs: pd.DataFrame) -> float:
+def follower_cold_us(runs: pd.DataFrame, speed: HostSpeed | None = None) -> float:
     """The followers' cold start the runs show (:func:`follower_report`): the longest gap's
-    median fetcher CPU per append less the shortest gap's."""
-    med = runs.groupby("gap_ms")["us_per_append"].median()
+    median fetcher CPU per append less the shortest gap's; with ``speed`` (the broker
+    file's ``[host_speed]``) and runs that carry the host probe's lateness, each run's CPU
+    taken at the speed the file's costs hold at first, as the ladder's are
+    (validate/calibrate_kafka.py's ``fit_broker``)."""
+    per = at_file_speed(runs, speed)
+    med = per.groupby(runs["gap_ms"]).median()
     return float(med.iloc[-1] - med.iloc[0])
+
+
+def at_file_speed(runs: pd.DataFrame, speed: HostSpeed | None) -> pd.Series:
+    """Each run's fetcher CPU per append (us) at ``speed.costs_at_s``: scaled by it over the
+    run's own speed (:func:`run_speeds`); as measured without them."""
+    own = run_speeds(runs, speed)
+    if own is None or speed is None:
+        return runs["us_per_append"]
+    return runs["us_per_append"] * speed.costs_at_s / own
+
+
+def run_speeds(runs: pd.DataFrame, speed: HostSpeed | None) -> pd.Series | None:
+    """Each run's host speed (seconds: its probe's lateness beyond ``speed``'s floor); None
+    without ``speed`` or where any run lacks the probe's figure (runs before 2026-12-06)."""
+    if speed is None or "host_wake_s" not in runs:
+        return None
+    own = runs["host_wake_s"] - speed.wake_floor_s
+    return own if bool((own > 0).all()) else None
 
 
 def write_follower_cold(path: Path, us: float, note: str) -> None:
@@ -360,6 +388,7 @@ def main() -> None:
     from simbatch.core.errors import ConfigError
     from validate.calibrate_kafka import broker_model_path, model_broker
     from validate.kafka_broker import BrokerError
+    from validate.kafka_replication import broker_speed_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--rounds", type=int, default=2)
@@ -387,16 +416,25 @@ def main() -> None:
                 measure_followers(out, args.rounds, tuple(args.gaps), args.feed)
             runs = read_followers(out)
             print(follower_report(runs, broker or {}))
+            speed = broker_speed_model(HERE.parent / "models")
+            cold = follower_cold_us(runs, speed)
+            own = run_speeds(runs, speed)
+            scaled = own is not None and speed is not None
+            if own is not None and speed is not None:
+                print(f"at the broker file's host speed ({speed.costs_at_s * 1e6:.1f} us; "
+                      f"these runs' a median {np.median(own) * 1e6:.1f}): {cold:.0f} us")
             if args.write_model:
                 from datetime import UTC, datetime
 
                 path = broker_model_path(HERE.parent / "models")
                 when = datetime.fromtimestamp((out / FOLLOWERS_CSV).stat().st_mtime, UTC)
-                write_follower_cold(path, follower_cold_us(runs), (
+                write_follower_cold(path, cold, (
                     f"measured {when:%Y-%m-%d %H:%M} UTC by python -m validate.kafka_cold_start "
                     f"--replicas 3 (the followers' fetcher CPU per append at "
                     f"{runs.gap_ms.max():g} ms between messages less at {runs.gap_ms.min():g} "
-                    f"ms, medians of {runs['round'].nunique()} rounds)"))
+                    f"ms, medians of {runs['round'].nunique()} rounds"
+                    + (", each run's at the host speed of [host_speed] below)" if scaled
+                       else ")")))
                 print(f"wrote {path}")
             return
         if not args.from_csv:

@@ -124,6 +124,23 @@ def test_the_followers_fetcher_cpu_is_read_per_append_and_its_cold_start_reporte
     assert text.endswith("215 us more cold")
 
 
+def test_the_followers_cold_start_is_taken_at_the_broker_file_s_host_speed(tmp_path):
+    # the same runs, the short gaps' at 30 us of the probe's lateness beyond the floor and
+    # the long gaps' at 60, where the file's costs hold at 60: the short gaps' 95 us is 190
+    # there, so the cold start at the file's speed is 310 - 190
+    from validate.kafka_replication import HostSpeed
+
+    runs = _followers(tmp_path, {0.5: [(0.04, 0.004, 0.036), (0.036, 0.04, 0.0)],
+                                 25.0: [(0.0, 0.124, 0.124), (0.128, 0.0, 0.12)]})
+    speed = HostSpeed(80e-6, 60e-6)
+    runs["host_wake_s"] = np.where(runs.gap_ms == 0.5, 110e-6, 140e-6)
+    assert follower_cold_us(runs, speed) == pytest.approx(120.0)
+    # a run without the probe's figure: every run as measured
+    runs.loc[0, "host_wake_s"] = np.nan
+    assert follower_cold_us(runs, speed) == pytest.approx(215.0)
+    assert follower_cold_us(runs) == pytest.approx(215.0)
+
+
 def test_a_directory_without_follower_runs_is_refused_with_its_path(tmp_path):
     with pytest.raises(HarnessError, match=str(tmp_path)):
         read_followers(tmp_path)
