@@ -542,8 +542,8 @@ def fit_broker(samples: Sequence[CpuSample], shape: dict | None = None,
     each run's work taken at ``at_s`` (:meth:`CpuSample.scale`), its traffic counted at its
     own speed's costs. The broker's CPU per unit of work grows in step with the host's
     speed, as its probe reads it (measured: the ladder of 2026-12-06, its runs at 29-93 us,
-    predicts each configuration from the others within 25 % on 10 of 10 so and on 5 of 10
-    without; ``validate/kafka_replication.py``, "What the costs' speed holds")."""
+    predicts each configuration's CPU from the others within 25 % on 9 of 10 so and on 4
+    of 10 without; the module docstring, "The host's speed")."""
     from scipy.optimize import nnls
 
     y, w = _work(samples, at_s)
@@ -1229,9 +1229,9 @@ def _broker_line(results: dict[str, Measured], row: dict) -> str:
 
     b, at_s = row["broker"]
     shape = model_broker(HERE.parent / "models")
-    if tells_costs_apart(results):
+    if tells_costs_apart(results) or shape is None:
         source = "fitted on the session's other runs"
-    elif b is shape or at_s is not None:
+    elif at_s is not None:
         source = "the models file's"
     else:
         source = f"the models file's scaled on the {CPU_FIT} runs' CPU"
@@ -1393,10 +1393,11 @@ def fitted_broker(results: dict[str, Measured], design: Costs | None,
               if design is not None else
               f"# Per record: {broker['record_cpu_us']:g} us, the models/ file's (no design "
               f"run in this session, {CSV_NAME})")
+    how = ("at its runs' host speed, [host_speed] below" if at_s is not None else
+           "scaled by its own CPU fit runs")
     notes = [f"# [broker]: fitted on {len(samples)} runs of {len(configs)} configurations "
              f"(every one measured with the broker's CPU but {MODEL_FIT_EXCLUDES}, which CI",
-             "# predicts with these costs at its runs' host speed, [host_speed] below): "
-             + ", ".join(configs) + ".",
+             f"# predicts with these costs {how}): " + ", ".join(configs) + ".",
              "# Least squares on each run's CPU beyond idle (see fit_broker); 1-minute load "
              f"average {min(load, default=np.nan):.2f}-{max(load, default=np.nan):.2f}.",
              "# Standard errors from the fit's residuals (us): "

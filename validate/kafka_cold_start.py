@@ -91,6 +91,14 @@ measured against predicted:
 | franz-go | +5, +10, +12, -4, +24, +3, +9, +2, +12 % | -5, +0, +2, -13, +12, -9, -2, -8, +1 % |
 | dense | -4, -14, -12, -15, -5, -6, -2, -4, -4 % | -5, -14, -12, -15, -5, -6, -3, -5, -4 % |
 
+Since 2026-12-06 each follower run keeps its host probe's wait lateness
+(``host_wake_s``), and where the broker file states the host speed its costs hold at
+(``[host_speed]``, validate/calibrate_kafka.py) each run's CPU is taken at that speed
+before the cold start is read, as the ladder's costs are: on this VM (``--gaps 0.5 25
+--rounds 4``, 13:26 UTC) 67 us per append at 0.5 ms and 277 at 25 ms, a cold start of
+210 us at its runs' 39.5 us of lateness, 320 us at a file's 59.0. The shipped file states
+no speed (and keeps 197 us).
+
 ``python -m validate.kafka_cold_start [--rounds N] [--gaps MS ...] [--feed F] [--replicas 3
 [--write-model]] [--out DIR]`` (each run's
 per-message CSV goes to ``DIR/gap<ms>-r<round>.csv``); ``--from-csv`` reports on a
