@@ -89,8 +89,14 @@ median speed where every run has the probe, a ladder writes that speed into the 
 file (``[host_speed]``), and a session that takes the file's costs (CI's rung) predicts
 each run with them scaled to its own speed, nothing fitted on the session; a file without
 ``[host_speed]`` is scaled by one factor fitted on the session's :data:`CPU_FIT` runs, as
-before. The shipped file (2026-11-28, the machine before, runs without the probe) has none.
-That ladder's refit (164 us a request unit, a cold start 361, 5.8 a partition, 0.81 a
+before. The shipped file (2026-11-28, the machine before, its ladder's runs without the
+probe) states the speed measured afterwards on four CI jobs' sessions that scaled it
+(``--costs-speed DIR ...``, :func:`costs_speed`: per session the factor that fits its
+:data:`CPU_FIT` runs' CPU and those runs' speed; 77.2, 69.2, 71.5 and 68.6 us in CI 98-101,
+so 70.4). Held out, the rung's kept runs of CI 103-109 read, predicted at their speed with
+nothing fitted: broker CPU +3, 0, -4, +2, +10 and -1 %, p50 +2 to +3 %, p99 -4, -2, -10,
+-22, +2 and +5 % (the factor read +9, -6, -6 and +10 % in CI 104-106 and 108).
+This VM's ladder's refit (164 us a request unit, a cold start 361, 5.8 a partition, 0.81 a
 record, at 59.0 us), judged on the rung's kept runs of eight CI jobs (98-101, 103-106),
 read +4, -11, -2, 0, -1, -3, -7 and -2 % at the runs' speed (p50 -1 to +3 %, p99 -23 to
 -2 %), where the shipped file's factor read -3, -17, -15, -8, -3, +12, -4 and -7 %; and it
@@ -1429,19 +1435,81 @@ def broker_toml(broker: tuple[dict, list[str], float | None], prov: dict[str, st
     lines += broker[1] + ["[broker]"] + [f"{k} = {v}" for k, v in broker[0].items()] + [""]
     host, at_s = host_speed_model(), broker[2]
     if at_s is not None and host is not None:
-        lines += ["# The host speed the costs above hold at by the broker JVM's CPU: the fit's "
-                  "runs' median (each run's",
-                  "# probe's wait lateness beyond the floor of "
-                  "models/kafka-host-speed-loopback.toml; a run at another speed is",
-                  "# predicted with the costs scaled in step, validate/calibrate_kafka.py's "
-                  "fit_broker).",
-                  "[host_speed]", f"wake_floor_us = {host.wake_floor_s * 1e6:.1f}",
-                  f"costs_at_us = {at_s * 1e6:.1f}", ""]
+        lines += host_speed_block(host.wake_floor_s, at_s, "the fit's runs' median")
     lines += ["# the broker JVM's CPU (cores), measured beside predicted with the costs fitted "
               "on the session's other runs"]
     lines += [f"# {r['config']}: measured {r['measured']:.3f} predicted {r['predicted']:.3f}"
               for r in rows if r["metric"] == "broker_cpu"]
     return "\n".join(lines) + "\n"
+
+
+HOST_SPEED_NOTE = "# The host speed the costs above hold at by the broker JVM's CPU: "
+"""How a broker file's ``[host_speed]`` comment begins (:func:`host_speed_block`)."""
+
+
+def host_speed_block(floor_s: float, at_s: float, how: str) -> list[str]:
+    """A broker file's ``[host_speed]`` table, with the comment that says what it is and
+    how it was measured (``how``): the lines :func:`broker_toml` and
+    :func:`write_costs_speed` write."""
+    return [HOST_SPEED_NOTE + how + " (each run's",
+            "# probe's wait lateness beyond the floor of models/kafka-host-speed-loopback.toml; a "
+            "run at another speed is",
+            "# predicted with the costs scaled in step, validate/calibrate_kafka.py's "
+            "fit_broker and held_out_broker).",
+            "[host_speed]", f"wake_floor_us = {floor_s * 1e6:.1f}",
+            f"costs_at_us = {at_s * 1e6:.1f}", ""]
+
+
+def costs_speed(dirs: Sequence[Path], models_dir: Path) -> tuple[float, list[str]]:
+    """The host speed at which ``models_dir``'s broker costs hold by the broker JVM's CPU,
+    measured on calibration sessions that took them from the file (``dirs``: each a
+    session's runs, as ``--ci`` writes them): per session, the one factor that fits its
+    :data:`CPU_FIT` runs' CPU (:func:`fit_broker` with the file as the shape) and those
+    runs' median speed over it (``HostSpeed.cpu_costs_at``); the median over the sessions,
+    and a line per session. For a file fitted before the host probe, whose ladder's runs
+    cannot say it (:func:`fitted_broker`)."""
+    from validate.kafka_harness import HarnessError
+    from validate.kafka_replication import host_speed_model
+
+    shape, host = model_broker(models_dir), host_speed_model(models_dir)
+    if shape is None or not shape.get("request_cpu_us") or host is None:
+        raise HarnessError(f"{models_dir}: needs the broker's costs "
+                           f"({broker_model_path(models_dir).name}) and the host-speed file "
+                           "(kafka-host-speed-loopback.toml)")
+    held, lines = [], []
+    for d in dirs:
+        results = read_measurements(Path(d))
+        fit = [s for s in cpu_samples(results) if s.config == CPU_FIT]
+        runs = [r for m in results.values() for r in m.cpu_fit_runs or []]
+        factor = (fit_broker(fit, shape)["request_cpu_us"] / shape["request_cpu_us"]
+                  if fit else float("nan"))
+        at = host.cpu_costs_at(runs, factor)
+        if not np.isfinite(at):
+            raise HarnessError(f"{d}: no {CPU_FIT} runs with the broker's CPU and the host "
+                               "probe's figures")
+        held.append(at)
+        lines.append(f"{d}: the file's costs x {factor:.2f} fit its {len(fit)} {CPU_FIT} runs' "
+                     f"CPU at a host speed of {at * factor * 1e6:.1f} us: they hold at "
+                     f"{at * 1e6:.1f} us")
+    return float(np.median(held)), lines
+
+
+def write_costs_speed(path: Path, floor_s: float, at_s: float, how: str) -> None:
+    """Set the broker file at ``path``'s ``[host_speed]`` (:func:`host_speed_block`),
+    replacing the one it has."""
+    lines = path.read_text().splitlines()
+    if "[host_speed]" in lines:
+        start = next(i for i, line in enumerate(lines) if line.startswith(HOST_SPEED_NOTE))
+        end = lines.index("[host_speed]") + 3
+        del lines[start:end + (end < len(lines) and not lines[end].strip())]
+    at = next((i for i, line in enumerate(lines)
+               if line.startswith("# the broker JVM's CPU (cores), measured beside")), len(lines))
+    lines[at:at] = host_speed_block(floor_s, at_s, how)
+    text = "\n".join(lines) + "\n"
+    # the notes of a file fitted before the probe say how CI took its costs then
+    path.write_text(text.replace("predicts with these costs scaled by its own CPU fit runs)",
+                                 "predicts with these costs at its runs' host speed, "
+                                 "[host_speed] below)"))
 
 
 def model_toml(fitted: Fitted, prov: dict[str, str], rows: list[dict],
@@ -1497,7 +1565,31 @@ def main() -> None:
                              "the whole grid, --out-dir for --ci or --configs)")
     parser.add_argument("--from-csv", action="store_true",
                         help="re-fit and re-predict from the CSVs in --out-dir, no broker")
+    parser.add_argument("--costs-speed", nargs="+", metavar="DIR", default=None,
+                        help="instead, measure at what host speed the broker file's costs "
+                             "hold by the broker's CPU on these sessions' CPU_FIT runs "
+                             "(costs_speed) and write it into the file's [host_speed] "
+                             "(models/, or --models-dir)")
     args = parser.parse_args()
+    if args.costs_speed:
+        from validate.kafka_replication import host_speed_model
+
+        where = Path(args.models_dir) if args.models_dir else HERE.parent / "models"
+        try:
+            at_s, lines = costs_speed([Path(d) for d in args.costs_speed], where)
+            host = host_speed_model(where)
+        except HarnessError as exc:
+            print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        assert host is not None
+        print("\n".join(lines))
+        path = broker_model_path(where)
+        write_costs_speed(path, host.wake_floor_s, at_s,
+                          f"the median of {len(lines)} sessions' (python -m "
+                          "validate.calibrate_kafka --costs-speed "
+                          + " ".join(Path(d).name for d in args.costs_speed) + ")")
+        print(f"the costs hold at {at_s * 1e6:.1f} us; wrote {path}")
+        return
     names = (CI_CONFIGS if args.ci else
              args.configs.split(",") if args.configs else None)
     unknown = [n for n in names or () if n not in CONFIGS]
