@@ -96,8 +96,9 @@ Since 2026-12-06 each follower run keeps its host probe's wait lateness
 (``[host_speed]``, validate/calibrate_kafka.py) each run's CPU is taken at that speed
 before the cold start is read, as the ladder's costs are: on this VM (``--gaps 0.5 25
 --rounds 4``, 13:26 UTC) 67 us per append at 0.5 ms and 277 at 25 ms, a cold start of
-210 us at its runs' 39.5 us of lateness, 320 us at a file's 59.0. The shipped file states
-no speed (and keeps 197 us).
+210 us at its runs' 39.5 us of lateness, 320 us at a file's 59.0. The shipped file's 197 us
+is the machine before's, measured before the probe; the speed it states (70.4 us since
+2026-12-06) was measured for its other costs.
 
 ``python -m validate.kafka_cold_start [--rounds N] [--gaps MS ...] [--feed F] [--replicas 3
 [--write-model]] [--out DIR]`` (each run's
