@@ -13,12 +13,13 @@ Issue 14: the dense feed at 1000 msg/s over 32 partitions (one of ``CPU_CONFIGS`
 predicted with the broker's CPU, its costs those of ``models/kafka-broker-loopback.toml``
 (fitted on a ladder session without this configuration) at each run's own host speed (the
 file's ``[host_speed]`` and the run's probe: nothing fitted on this session; a file without
-``[host_speed]`` is scaled by one factor fitted on this run's ``CPU_FIT`` runs), and with the broker JVM's young collections fitted on the session's other
-librdkafka runs (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms where measured
-is under 20 ms) and on the broker JVM's measured CPU (25 %); a target that
-does not hold here is marked xfail with its figures (``NOT_YET``; the p99 was there from
-2026-11-29 to 2026-12-06, see the comment below it). The whole ladder, 250 to 2000 msg/s, is
-``python -m validate.calibrate_kafka --configs`` with the ``-dense`` names.
+``[host_speed]`` is scaled by one factor fitted on this run's ``CPU_FIT`` runs), and with
+the broker JVM's young collections fitted on the session's other librdkafka runs
+(``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms where measured is under 20 ms)
+and on the broker JVM's measured CPU (25 %); a target that does not hold here is marked
+xfail with its figures (``NOT_YET``; the p99 was there from 2026-11-29 to 2026-12-06, see
+the comment below it). The whole ladder, 250 to 2000 msg/s, is ``python -m
+validate.calibrate_kafka --configs`` with the ``-dense`` names.
 
 The Go and Java harnesses are built by the fixtures (``go build``, ``mvn -q -B package``);
 a client whose tool is missing is skipped with the reason. Measurements run serially; on a
