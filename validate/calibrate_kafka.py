@@ -1499,8 +1499,10 @@ def write_costs_speed(path: Path, floor_s: float, at_s: float, how: str) -> None
     replacing the one it has."""
     lines = path.read_text().splitlines()
     if "[host_speed]" in lines:
-        start = next(i for i, line in enumerate(lines) if line.startswith(HOST_SPEED_NOTE))
-        end = lines.index("[host_speed]") + 3
+        table = lines.index("[host_speed]")
+        start = next((i for i, line in enumerate(lines[:table])
+                      if line.startswith(HOST_SPEED_NOTE)), table)
+        end = table + 3
         del lines[start:end + (end < len(lines) and not lines[end].strip())]
     at = next((i for i, line in enumerate(lines)
                if line.startswith("# the broker JVM's CPU (cores), measured beside")), len(lines))

@@ -834,3 +834,9 @@ def test_the_speed_a_file_s_costs_hold_at_is_measured_on_sessions_and_written(tm
     assert text.splitlines().count("[host_speed]") == 1 and ck.model_broker(models) == shape
     assert broker_speed_model(models).costs_at_s == pytest.approx(65e-6, abs=1e-7)
     assert "scaled by its own CPU fit runs" not in text
+    # a table without the comment above it is replaced all the same
+    path.write_text("\n".join(x for x in text.splitlines() if not x.startswith(
+        ck.HOST_SPEED_NOTE)) + "\n")
+    ck.write_costs_speed(path, host.wake_floor_s, 70e-6, "one session's")
+    assert path.read_text().splitlines().count("[host_speed]") == 1
+    assert broker_speed_model(models).costs_at_s == pytest.approx(70e-6, abs=1e-7)
