@@ -170,11 +170,12 @@ of those per-run ratios at three replicas (strict for sparse; franz-go's and den
 non-strict xfails). Not the ratio of the medians of prediction and
 measurement: they come from different runs at different speeds (in the session after the
 fit, franz-go's runs read +17, +39 and -53 %, the two medians +34 %).
-What the costs' speed holds: not the broker's CPU alone. A calibration session scales the
-models file's broker costs by one factor to fit its ``CPU_FIT`` runs' CPU (the JVM's, from
-``/proc``: ``calibrate_kafka.held_out_broker``), and those runs carry the probe too, so the
-speed at which the costs hold by CPU time is measured there (``HostSpeed.cpu_costs_at``,
-printed under the calibration's table). In the four fresh-clone CI jobs with the probe whose
+What the costs' speed holds: not the broker's CPU alone. A calibration session that scales
+the models file's broker costs by one factor to fit its ``CPU_FIT`` runs' CPU (the JVM's,
+from ``/proc``: ``calibrate_kafka.held_out_broker``) measures the speed at which the costs
+hold by CPU time there, since those runs carry the probe too (``HostSpeed.cpu_costs_at``;
+the broker file states it since 2026-12-06, 70.4 us from CI 98-101's sessions,
+``calibrate_kafka.costs_speed``). In the four fresh-clone CI jobs with the probe whose
 runs were kept (98-101) the factor read 0.61, 0.55, 0.40 and 0.42 at those runs' speeds of
 47.4, 38.2, 28.8 and 28.8 us: the broker's CPU follows the probe's speed, and the costs hold
 at 77, 69, 72 and 69 us, not the 32.5 the acks fit. At 70 us the runs at three replicas of
