@@ -17,7 +17,7 @@ file's ``[host_speed]`` and the run's probe: nothing fitted on this session; a f
 the broker JVM's young collections fitted on the session's other librdkafka runs
 (``fitted_gc``), and judged on p50 and p99 (25 %, or 5 ms where measured is under 20 ms)
 and on the broker JVM's measured CPU (25 %); a target that does not hold here is marked
-xfail with its figures (``NOT_YET``; the p99 was there from 2026-11-29 to 2026-12-06, see
+xfail with its figures (``NOT_YET``; the p99, there from 2026-11-29 to 2026-12-06, again, see
 the comment below it). The whole ladder, 250 to 2000 msg/s, is ``python -m
 validate.calibrate_kafka --configs`` with the ``-dense`` names.
 
@@ -126,9 +126,22 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 
 
 # Issue 14's targets that do not hold on this machine, with the figures measured (see the
-# module docstring of validate/calibrate_kafka.py for the mechanism looked for). None now.
-NOT_YET: dict[tuple[str, str], str] = {}
-# The rung's p99 is judged again since 2026-12-06: a non-strict xfail from 2026-11-29, it
+# module docstring of validate/calibrate_kafka.py for the mechanism looked for).
+NOT_YET: dict[tuple[str, str], str] = {
+    ("linger10-p32-1000ps-dense", "p99"): "issue 14 open: the model's young pauses are drawn "
+    "from the session's other runs' (fitted_gc), and when those hold one long pause every "
+    "drawn pause is that long: CI 112 (2026-12-06) measured 14.03 ms against 21.15 "
+    "predicted, its other runs' one pause of 20 ms against the rung's own twelve of 3-9 ms "
+    "(20.89 with the factor-scaled costs of before: not the costs' speed; see comment)",
+}
+# The rung's p99 is a non-strict xfail again since CI 112 (2026-12-06, the 26th fresh-clone
+# run on this machine), which missed high: 14.03 ms measured, 21.15 predicted. Its session's
+# other runs held a single young pause, of 20 ms, and the model drew every pause of the rung
+# at that length (the rung's own: twelve of 3-9 ms), with 3 Remarks per run against none
+# measured: the pause's length follows what the collection copies, which the model does not
+# draw (simbatch/kafka/gc.py, "Not modelled either"). The same runs with the costs scaled by
+# the factor of before read 20.89: the costs' speed is not what moved it.
+# The rung's p99 was judged again from 2026-12-06 morning: a non-strict xfail from 2026-11-29, it
 # passed in all 16 fresh-clone runs on this machine (AMD EPYC of family 26, 2 vCPUs; CI 87 to
 # 102, 2026-12-06). Measured / predicted ms, each job's runs re-judged (`python -m
 # validate.calibrate_kafka --ci --from-csv --out-dir COPY`): 14.06 / 13.14 (-7 %), 14.67 /
