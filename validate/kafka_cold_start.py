@@ -428,7 +428,7 @@ def main() -> None:
             speed = broker_speed_model(HERE.parent / "models")
             cold = follower_cold_us(runs, speed)
             own = run_speeds(runs, speed)
-            scaled = own is not None and speed is not None
+            scaled = own is not None            # run_speeds gives none without a speed
             if own is not None and speed is not None:
                 print(f"at the broker file's host speed ({speed.costs_at_s * 1e6:.1f} us; "
                       f"these runs' a median {np.median(own) * 1e6:.1f}): {cold:.0f} us")

@@ -641,11 +641,18 @@ def broker_speed_model(models_dir: Path = HERE.parent / "models") -> HostSpeed |
     ``kafka-broker-loopback.toml`` hold by the broker JVM's CPU (its ``[host_speed]``, written
     by ``validate/calibrate_kafka.py`` from its ladder's runs); None for a file without one
     (fitted before the host probe) or no file. Refused as :func:`host_speed_model`'s."""
+    import tomllib
+
     from validate.calibrate_kafka import broker_model_path
 
     path = broker_model_path(models_dir)
-    if not path.is_file() or "[host_speed]" not in path.read_text():
+    if not path.is_file():
         return None
+    try:
+        if "host_speed" not in tomllib.loads(path.read_text()):
+            return None
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessError(f"{path}: not TOML: {exc}") from None
     return read_host_speed(path)
 
 

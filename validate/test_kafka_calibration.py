@@ -798,6 +798,8 @@ def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path):
     assert (speed.wake_floor_s, speed.costs_at_s) == pytest.approx((host.wake_floor_s, 59e-6))
     path.write_text(broker_toml((broker, ["# notes"], None), {"broker": "test"}, []))
     assert broker_speed_model(tmp_path) is None
+    path.write_text("# a note naming [host_speed]\n" + path.read_text())   # a comment: no table
+    assert broker_speed_model(tmp_path) is None
     path.write_text(path.read_text() + "\n[host_speed]\nwake_floor_us = 80.7\ncosts_at_us = 0\n")
     with pytest.raises(HarnessError, match=r"\[host_speed\] costs_at_us must be a positive "
                                            r"number of microseconds; got 0"):
