@@ -1044,7 +1044,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true",
                     help="fit the FIT_COSTS not measured by --profile on the fit cells")
     ap.add_argument("--out", type=Path, default=None, help="write the [go] model here")
-    ap.add_argument("--reps", type=int, default=30, help="simulated runs per cell, at most")
+    ap.add_argument("--reps", type=int, default=100,
+                    help="simulated runs per cell, at most (and no more than its measured blocks)")
     ap.add_argument("--only", default="", help="regexp: compare only the cells matching it")
     ap.add_argument("--repeat", type=Path, nargs="*", default=[], metavar="RUN",
                     help="other runs of the same grid: each judged against --run by the same "

@@ -2,7 +2,9 @@
 this test job (issue 11).
 
 The fixture builds ``validate/gobatcher`` and runs its small grid here and now (62 cells of
-go-batcher v1.1.0 and v2.0.6, 510 blocks, about 25 s); the model -- the fitted costs of
+go-batcher v1.1.0 and v2.0.6, 1480 blocks, about 45 s: a v1 cell whose block time is the
+phase of the cycle it meets runs 100 blocks, each after an idle spell that gives it a random
+phase, ``validate/gobatcher/run.go``, ``idleBefore``); the model -- the fitted costs of
 ``models/gobatcher-loopback.toml``, the timers of ``models/host-loopback.toml`` and the run's
 own probes for the host's stalls and wake-ups -- predicts every cell, and the issue's figures
 are checked: median block time within 15 % on >= 90 % of the cells (none of the small
@@ -84,7 +86,7 @@ def judged(small_run):
     cells = cells_of(blocks)
     host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
     go = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
-    table = compare(cells, host, go, reps=30)
+    table = compare(cells, host, go, reps=100)
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
     report(table, verdict, out=sys.stdout)
     return cells, table, verdict
@@ -92,7 +94,7 @@ def judged(small_run):
 
 def test_the_harness_measured_every_cell_and_probed_the_host(small_run):
     blocks, probes = load_run(small_run)
-    assert blocks.cell.nunique() == 62 and len(blocks) == 510
+    assert blocks.cell.nunique() == 62 and len(blocks) == 1480
     assert probes is not None and set(probes.gomaxprocs) == {1, 2}
     # go-batcher v2's own trigger reasons agree with the batch lengths
     assert "v2_reason_mismatches = 0" in (small_run / "run.toml").read_text()
@@ -128,7 +130,12 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # (0-3 % against 0-40 %), and it finds the lock held 2-4 times less often than the real
 # runtime counted (data/README.md, "The channel's lock"). On a quiet machine the small grid
 # measured in the job can meet the ratio figure and sometimes the first (88.7 % within 15 %,
-# worst 1.85x, ratio 90 % in a run at b35601f). Measured in this job, so not strict.
+# worst 1.85x, ratio 90 % in a run at b35601f). Since the harness gives each v1 block a
+# random phase of its cycle and runs 100 blocks of the cells that phase decides (data/
+# README.md, "A random phase for v1 blocks"), five small grids on this VM read 93.5-98.4 %
+# within 15 %, worst 1.18-1.80x (beyond 1.5x: drain mode at GOMAXPROCS 2 only; no v1 cell
+# beyond 1.21x), ratio 87-97 %, 1-3 composition cells off. Measured in this job, so not
+# strict.
 SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode at "
                           "GOMAXPROCS 2 collapses into a few large flushes is not yet "
                           "predicted per cell (see comment)")

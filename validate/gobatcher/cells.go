@@ -96,6 +96,23 @@ func (c cell) focus() bool {
 	return c.key.drain && c.fan.kind == "all" && c.nTx <= 64
 }
 
+// phaseBound reports whether the cell's block time is largely the phase of go-batcher
+// v1's cycle timer that the block meets: each round of transactions (all of them at once,
+// or an errgroup's cap of them) is one batch, flushed when the cycle in progress ends, and
+// the block takes at most phaseRounds rounds, so the first, partial cycle is a good share of
+// it. Such a block spreads over a whole cycle (2.2 to 6.3 ms at 4096 / 5 ms, N = 16) in
+// steps of a millisecond (an idle Go process waits for its next timer in whole
+// milliseconds), and the median of a few blocks lands a step up or down at random: these
+// cells get -phase-reps repetitions.
+func (c cell) phaseBound() bool {
+	conc := c.fan.concurrency(c.nTx)
+	rounds := (c.nTx + conc - 1) / conc
+	return c.key.version == v1 && conc*c.k <= c.key.size && rounds <= phaseRounds
+}
+
+// phaseRounds: see phaseBound.
+const phaseRounds = 4
+
 // estimate is a rough block time used only to prune the full grid of cells that would take
 // too long (the sequential loop through a timer batcher waits one timeout per transaction).
 func (c cell) estimate() time.Duration {
@@ -117,6 +134,9 @@ func (c cell) estimate() time.Duration {
 		cpu := time.Duration(c.nTx) * c.flush.d / time.Duration(c.procs)
 		est = max(est, cpu)
 	}
+	if c.key.version == v1 {
+		est += c.key.timeout // the idle spell before the block (run.go, idleBefore): one timeout on average
+	}
 	return est
 }
 
@@ -133,6 +153,7 @@ type gridOptions struct {
 	procs      []int
 	reps       int
 	focusReps  int
+	phaseReps  int
 	k          int
 	flushD     time.Duration
 	maxBlock   time.Duration
@@ -294,6 +315,9 @@ func (o gridOptions) newCell(procs int, key batcherKey, f fanout, n int, fl flus
 	c := cell{procs: procs, key: key, fan: f, nTx: n, k: o.k, flush: fl, reps: o.reps}
 	if c.focus() {
 		c.reps = max(o.reps, o.focusReps)
+	}
+	if c.phaseBound() {
+		c.reps = max(c.reps, o.phaseReps)
 	}
 	return c
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
 
 func testOptions() gridOptions {
-	return gridOptions{procs: []int{1, 2}, reps: 3, focusReps: 30, k: 3,
+	return gridOptions{procs: []int{1, 2}, reps: 3, focusReps: 30, phaseReps: 100, k: 3,
 		flushD: 500 * time.Microsecond, maxBlock: 2 * time.Second, sizeTimers: shippedAndR1}
 }
 
@@ -71,5 +73,63 @@ func TestSmallGridFitsCI(t *testing.T) {
 	cells := smallGrid(testOptions())
 	if est := estimateTotal(cells, 1); est > 60*time.Second {
 		t.Errorf("small grid estimated at %s; CI allows about 90 s", est)
+	}
+}
+
+func TestPhaseBoundCellsGetThePhaseRepetitions(t *testing.T) {
+	var bound []string
+	for _, c := range smallGrid(testOptions()) {
+		if c.phaseBound() {
+			bound = append(bound, c.id())
+			if c.reps != 100 {
+				t.Errorf("%s: %d repetitions; want -phase-reps 100", c.id(), c.reps)
+			}
+		} else if c.reps == 100 {
+			t.Errorf("%s: not phase-bound but %d repetitions", c.id(), c.reps)
+		}
+	}
+	// v1 at 4096 / 5 ms, every transaction at once, N = 16, 64, 256 (768 inputs <= 4096), and
+	// at 100 / 10 ms with a cap of 16 (48 inputs a round) N = 16 and 64 (4 rounds), not 256
+	// or the sequential loop (16 rounds); at both GOMAXPROCS values
+	if len(bound) != 2*(3+2) {
+		t.Errorf("phase-bound cells: %v", bound)
+	}
+}
+
+func TestTheIdleSpellIsDrawnBeforeV1BlocksOnly(t *testing.T) {
+	draws := func() []time.Duration {
+		r := &runner{idle: rand.New(rand.NewPCG(7, idleStream))}
+		v1c := cell{key: batcherKey{version: v1, size: 4096, timeout: 5 * time.Millisecond}}
+		v2c := cell{key: batcherKey{version: v2, size: 4096, timeout: 5 * time.Millisecond}}
+		var out []time.Duration
+		for i := 0; i < 2000; i++ {
+			if d := r.idleBefore(v2c); d != 0 {
+				t.Fatalf("a v2 block idled %s before it", d)
+			}
+			out = append(out, r.idleBefore(v1c))
+		}
+		return out
+	}
+	a, b := draws(), draws()
+	if !slices.Equal(a, b) {
+		t.Error("the same seed drew other idle spells")
+	}
+	var sum time.Duration
+	var under1ms int
+	for _, d := range a {
+		if d < 0 || d >= 10*time.Millisecond {
+			t.Fatalf("idle %s outside [0, 2 timeouts)", d)
+		}
+		if d < time.Millisecond {
+			under1ms++
+		}
+		sum += d
+	}
+	// the sum of two uniform draws: mean one timeout, triangular (P(< 1 ms) = 0.02)
+	if mean := sum / time.Duration(len(a)); mean < 4800*time.Microsecond || mean > 5200*time.Microsecond {
+		t.Errorf("mean idle %s; want about 5 ms", mean)
+	}
+	if under1ms > 80 {
+		t.Errorf("%d of 2000 idle spells under 1 ms; a triangular density gives about 40", under1ms)
 	}
 }

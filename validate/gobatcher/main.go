@@ -26,6 +26,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,7 @@ type options struct {
 	probeEvery                 int
 	probeD                     time.Duration
 	reps, focusReps, warmup, k int
+	phaseReps                  int
 	seed                       uint64
 	procs                      []int
 	flushD, maxBlock           time.Duration
@@ -64,6 +66,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.grid, "grid", "small", "which cells: small (CI, under a minute), full (~30 min), or none")
 	flag.IntVar(&o.reps, "reps", 0, "measured blocks per cell (0: 3 for small, 5 for full)")
 	flag.IntVar(&o.focusReps, "focus-reps", 30, "blocks per drain-on, cap=all, N<=64 cell (their batch composition varies run to run)")
+	flag.IntVar(&o.phaseReps, "phase-reps", 100, "blocks per cell whose block time is the v1 cycle's phase (one batch, every transaction at once: cells.go, phaseBound)")
 	flag.IntVar(&o.warmup, "warmup", 1, "discarded blocks before a cell's first measured one")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the order of cells within each round")
 	flag.StringVar(&procs, "gomaxprocs", "1,2", "GOMAXPROCS values, a cell dimension (set between blocks)")
@@ -100,8 +103,9 @@ func (o options) validate() error {
 	switch {
 	case o.gc != "between" && o.gc != "block" && o.gc != "release" && o.gc != "go":
 		return fmt.Errorf("-gc must be between, block, release or go; got %q", o.gc)
-	case o.reps < 0 || o.focusReps < 0 || o.warmup < 0:
-		return fmt.Errorf("-reps, -focus-reps and -warmup must be >= 0; got %d, %d, %d", o.reps, o.focusReps, o.warmup)
+	case o.reps < 0 || o.focusReps < 0 || o.phaseReps < 0 || o.warmup < 0:
+		return fmt.Errorf("-reps, -focus-reps, -phase-reps and -warmup must be >= 0; got %d, %d, %d, %d",
+			o.reps, o.focusReps, o.phaseReps, o.warmup)
 	case o.k < 1:
 		return fmt.Errorf("-k must be >= 1; got %d", o.k)
 	case o.flushD <= 0:
@@ -132,7 +136,7 @@ func parseInts(s string) ([]int, error) {
 
 // cellsFor builds the requested grid.
 func cellsFor(o options) (cells []cell, left leftOut, err error) {
-	g := gridOptions{procs: o.procs, reps: o.reps, focusReps: o.focusReps, k: o.k,
+	g := gridOptions{procs: o.procs, reps: o.reps, focusReps: o.focusReps, phaseReps: o.phaseReps, k: o.k,
 		flushD: o.flushD, maxBlock: o.maxBlock, sizeTimers: shippedAndR1}
 	switch o.grid {
 	case "small":
@@ -274,7 +278,8 @@ func runCells(o options, cells []cell, left leftOut) error {
 
 	r := &runner{pool: batcherPool{}, warmup: o.warmup, seed: o.seed, blocks: blocks,
 		flushes: flushes, items: items, gc: o.gc, detailReps: o.detailReps, traceDir: o.traceDir,
-		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs}
+		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs,
+		idle: rand.New(rand.NewPCG(o.seed, idleStream))}
 	setProcs(1) // calibrate the spin on one core, as undisturbed as the machine allows
 	r.spinIters = calibrateSpin(o.flushD)
 	if r.gc != "go" {

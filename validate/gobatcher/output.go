@@ -33,6 +33,7 @@ type blockResult struct {
 	spawned     time.Duration // the driver had started every transaction; < 0: sequential
 	otherP      time.Duration // a transaction first started on another processor; < 0: none
 	lockWait    time.Duration // goroutines waiting for a mutex or a runtime lock (lockWait)
+	idleBefore  time.Duration // the process idled this long right before the block (idleBefore)
 	loadavg     float64
 	running     int // runnable threads on the machine just before the block, the harness's one included
 	steal, busy float64
@@ -52,7 +53,7 @@ var blockColumns = []string{
 	"process_cpu_s", "gc_cycles", "loadavg_1m", "host_running_threads",
 	"host_steal_share", "host_busy_share", "minor_faults", "stack_start_bytes", "runq_wait_s",
 	"runq_wait_waker_s", "runq_wait_woken_s", "gc_before", "driver_processor", "spawned_us",
-	"other_processor_first_us", "lock_wait_s",
+	"other_processor_first_us", "lock_wait_s", "idle_before_s",
 }
 
 func (r blockResult) row() []string {
@@ -82,7 +83,7 @@ func (r blockResult) row() []string {
 		secs(r.processCPU), itoa(r.gcCycles), fmt.Sprintf("%.2f", r.loadavg), itoa(r.running),
 		share(r.steal), share(r.busy), itoa(r.minorFaults), itoa(r.stackStart), secs(r.runqWait),
 		secs(r.wakerWait), secs(r.wokenWait), itoa(int(r.gcBefore)), itoa(r.driverP),
-		usOrEmpty(r.spawned), usOrEmpty(r.otherP), secs(r.lockWait),
+		usOrEmpty(r.spawned), usOrEmpty(r.otherP), secs(r.lockWait), secs(r.idleBefore),
 	}
 }
 

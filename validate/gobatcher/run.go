@@ -34,6 +34,7 @@ type runner struct {
 	procs      []int
 	blocksRun  int
 	probesRun  int
+	idle       *rand.Rand // the idle spells before v1 blocks (idleBefore)
 }
 
 // maybeProbe runs the CPU-availability probes (probe.go) every probeEvery measured blocks,
@@ -148,6 +149,8 @@ func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 	res.stackStart = readUint64Metric("/gc/stack/starting-size:bytes")
 	lock0 := lockWait()
 	lib0, cpu0, proc0, gc0, flt0, wait0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles(), minorFaults(), readThreadTimes()
+	res.idleBefore = r.idleBefore(c)
+	time.Sleep(res.idleBefore)
 	stopTrace, err := r.startTrace(c, rep)
 	if err != nil {
 		return blockResult{}, nil, err
@@ -179,6 +182,30 @@ func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 	res.lat = itemLatencies(blk.items)
 	res.inflightMax = blk.rec.inflightMax.Load()
 	return res, blk, nil
+}
+
+// idleBefore is how long the process idles right before a block of a go-batcher v1.1.0
+// cell: the sum of two uniform draws from [0, timeout). A v1 batcher's cycle runs through
+// everything the harness does, so the block would otherwise meet it at the phase the
+// harness's own sequence leaves: right after a block through the same batcher (the cell's
+// warm-up block before its first measured one, or a neighbour sharing the batcher) the
+// cycle restarted at that block's last flush, and 120 of 120 back-to-back blocks at
+// 4096 / 5 ms took 5.0-5.3 ms (data/README.md, "Cycle vs first-item timer"). A node meets a
+// block at any phase of the cycle; the idle spell gives one: the draw wrapped around a cycle
+// C is uniform but for a ripple of sinc^2(pi timeout / C), under 4 % for cycles up to 1.2
+// timeouts (a sum of two uniform draws has a triangular density, whose Fourier coefficients
+// fall as the square of the sinc). The spell sleeps after the block's counters are read
+// (its microseconds of the batchers' wake-ups count in the block's process CPU) and right
+// before the block starts, so that nothing runs between its end and the first transaction.
+// idleStream is the idle spells' PCG stream (the rounds' shuffles take streams 0, 1, ...).
+const idleStream = 1 << 40
+
+func (r *runner) idleBefore(c cell) time.Duration {
+	if c.key.version != v1 {
+		return 0
+	}
+	t := int64(c.key.timeout)
+	return time.Duration(r.idle.Int64N(t) + r.idle.Int64N(t))
 }
 
 // workingThreadRun is how long a thread must have run in a block for its run-queue wait to
