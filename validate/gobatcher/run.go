@@ -148,9 +148,10 @@ func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 	res.loadavg, res.running = loadavg()
 	res.stackStart = readUint64Metric("/gc/stack/starting-size:bytes")
 	lock0 := lockWait()
-	lib0, cpu0, proc0, gc0, flt0, wait0 := b.counts.snapshot(), readCPUTimes(), processCPU(), gcCycles(), minorFaults(), readThreadTimes()
+	lib0, cpu0, wait0 := b.counts.snapshot(), readCPUTimes(), readThreadTimes()
 	res.idleBefore = r.idleBefore(c)
 	time.Sleep(res.idleBefore)
+	proc0, gc0, flt0 := processCPU(), gcCycles(), minorFaults() // microseconds: getrusage, a runtime read
 	stopTrace, err := r.startTrace(c, rep)
 	if err != nil {
 		return blockResult{}, nil, err
@@ -194,9 +195,12 @@ func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 // block at any phase of the cycle; the idle spell gives one: the draw wrapped around a cycle
 // C is uniform but for a ripple of sinc^2(pi timeout / C), under 4 % for cycles up to 1.2
 // timeouts (a sum of two uniform draws has a triangular density, whose Fourier coefficients
-// fall as the square of the sinc). The spell sleeps after the block's counters are read
-// (its microseconds of the batchers' wake-ups count in the block's process CPU) and right
-// before the block starts, so that nothing runs between its end and the first transaction.
+// fall as the square of the sinc). The spell sleeps after the slow readings of the block's
+// counters (/proc files: what the machine's CPUs and the process's threads did, which thus
+// span the spell too) and before the fast ones (the process's CPU and page faults, one
+// getrusage each; the collector's count), right before the block starts, so that next to nothing
+// runs between the spell's end and the first transaction and the spell's wake-ups do not
+// count in the block's process_cpu_s.
 // idleStream is the idle spells' PCG stream (the rounds' shuffles take streams 0, 1, ...).
 const idleStream = 1 << 40
 
