@@ -66,7 +66,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.grid, "grid", "small", "which cells: small (CI, under a minute), full (~30 min), or none")
 	flag.IntVar(&o.reps, "reps", 0, "measured blocks per cell (0: 3 for small, 5 for full)")
 	flag.IntVar(&o.focusReps, "focus-reps", 30, "blocks per drain-on, cap=all, N<=64 cell (their batch composition varies run to run)")
-	flag.IntVar(&o.phaseReps, "phase-reps", 100, "blocks per cell whose block time is the v1 cycle's phase (one batch, every transaction at once: cells.go, phaseBound)")
+	flag.IntVar(&o.phaseReps, "phase-reps", 100, "blocks per cell whose block time is largely the v1 cycle's phase (each round of transactions one batch, at most 4 rounds: cells.go, phaseBound)")
 	flag.IntVar(&o.warmup, "warmup", 1, "discarded blocks before a cell's first measured one")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the order of cells within each round")
 	flag.StringVar(&procs, "gomaxprocs", "1,2", "GOMAXPROCS values, a cell dimension (set between blocks)")

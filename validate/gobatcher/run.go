@@ -185,25 +185,26 @@ func (r *runner) measure(c cell, rep int) (blockResult, *block, error) {
 	return res, blk, nil
 }
 
+// idleStream is the idle spells' PCG stream (the rounds' shuffles take streams 0, 1, ...).
+const idleStream = 1 << 40
+
 // idleBefore is how long the process idles right before a block of a go-batcher v1.1.0
 // cell: the sum of two uniform draws from [0, timeout). A v1 batcher's cycle runs through
 // everything the harness does, so the block would otherwise meet it at the phase the
 // harness's own sequence leaves: right after a block through the same batcher (the cell's
 // warm-up block before its first measured one, or a neighbour sharing the batcher) the
-// cycle restarted at that block's last flush, and 120 of 120 back-to-back blocks at
-// 4096 / 5 ms took 5.0-5.3 ms (data/README.md, "Cycle vs first-item timer"). A node meets a
-// block at any phase of the cycle; the idle spell gives one: the draw wrapped around a cycle
-// C is uniform but for a ripple of sinc^2(pi timeout / C), under 4 % for cycles up to 1.2
-// timeouts (a sum of two uniform draws has a triangular density, whose Fourier coefficients
-// fall as the square of the sinc). The spell sleeps after the slow readings of the block's
-// counters (/proc files: what the machine's CPUs and the process's threads did, which thus
-// span the spell too) and before the fast ones (the process's CPU and page faults, one
-// getrusage each; the collector's count), right before the block starts, so that next to nothing
-// runs between the spell's end and the first transaction and the spell's wake-ups do not
-// count in the block's process_cpu_s.
-// idleStream is the idle spells' PCG stream (the rounds' shuffles take streams 0, 1, ...).
-const idleStream = 1 << 40
-
+// cycle restarted at that block's last flush, and 120 of 120 back-to-back blocks at 4096 /
+// 5 ms took 5.0-5.3 ms (data/README.md, "Cycle vs first-item timer"). A node meets a block
+// at any phase of the cycle; the idle spell gives one: wrapped around a cycle of C, the
+// draw's density is uniform within +-2 sinc^2(pi timeout / C) (a sum of two uniform draws
+// has a triangular density, whose Fourier coefficients are the square of the sinc): 0 at C
+// = timeout, +-2 % at the ~1.1 timeouts a cycle takes on this VM, +-7 % at 1.2. The spell
+// sleeps after the slow readings of the block's counters (/proc files: what the machine's
+// CPUs and the process's threads did, which thus span the spell too) and before the fast
+// ones (the process's CPU and page faults, one getrusage each; the collector's count),
+// right before the block starts, so that next to nothing runs between the spell's end and
+// the first transaction and the spell's wake-ups do not count in the block's
+// process_cpu_s.
 func (r *runner) idleBefore(c cell) time.Duration {
 	if c.key.version != v1 {
 		return 0
