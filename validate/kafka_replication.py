@@ -641,31 +641,34 @@ def broker_speed_model(models_dir: Path = HERE.parent / "models") -> HostSpeed |
     ``kafka-broker-loopback.toml`` hold by the broker JVM's CPU (its ``[host_speed]``, written
     by ``validate/calibrate_kafka.py`` from its ladder's runs); None for a file without one
     (fitted before the host probe) or no file. Refused as :func:`host_speed_model`'s."""
-    import tomllib
-
     from validate.calibrate_kafka import broker_model_path
 
     path = broker_model_path(models_dir)
     if not path.is_file():
         return None
-    try:
-        if "host_speed" not in tomllib.loads(path.read_text()):
-            return None
-    except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{path}: not TOML: {exc}") from None
-    return read_host_speed(path)
+    doc = _read_toml(path)
+    return _host_speed_of(doc["host_speed"], path) if "host_speed" in doc else None
 
 
 def read_host_speed(path: Path) -> HostSpeed:
     """The ``[host_speed]`` table of ``path`` (``wake_floor_us``, ``costs_at_us``); a file
     that lacks a figure or holds one that is not a positive number is refused, naming the
     field, the value and the file."""
+    return _host_speed_of(_read_toml(path).get("host_speed", {}), path)
+
+
+def _read_toml(path: Path) -> dict:
+    """``path`` parsed; a file that is not TOML is refused, naming it."""
     import tomllib
 
     try:
-        table = tomllib.loads(path.read_text()).get("host_speed", {})
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise HarnessError(f"{path}: not TOML: {exc}") from None
+
+
+def _host_speed_of(table: dict, path: Path) -> HostSpeed:
+    """A ``[host_speed]`` table (of ``path``, named in the refusal) as a :class:`HostSpeed`."""
     values = []
     for field in ("wake_floor_us", "costs_at_us"):
         value = table.get(field)
