@@ -133,3 +133,58 @@ func TestTheIdleSpellIsDrawnBeforeV1BlocksOnly(t *testing.T) {
 		t.Errorf("%d of 2000 idle spells under 1 ms; a triangular density gives about 40", under1ms)
 	}
 }
+
+// The median's interval ranks are the binomial ones (scipy.stats.binom: the largest l with
+// P(Bin(n, 1/2) < l) <= 0.025), and the whole range below 9 blocks.
+func TestMedianRankIsTheBinomialOne(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 5: 1, 6: 1, 9: 2, 10: 2, 15: 4, 30: 10, 60: 22, 100: 40} {
+		if got := medianRank(n); got != want {
+			t.Errorf("medianRank(%d) = %d; want %d", n, got, want)
+		}
+	}
+}
+
+func millis(xs ...float64) []time.Duration {
+	out := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		out[i] = time.Duration(x * float64(time.Millisecond))
+	}
+	return out
+}
+
+// A cell is given blocks while its median is not known to 15 % and it has fewer than
+// -settle-reps; a tight cell, one already at the limit, and one still within its planned
+// blocks are not.
+func TestOnlyAnUnsettledCellIsGivenMoreBlocks(t *testing.T) {
+	tight := millis(1.0, 1.05, 1.1, 1.12, 1.2)
+	bimodal := millis(5.6, 20.9, 31.7, 237.8, 253.7) // full10's drain, pool 4, N = 1000, spin, p2
+	if !medianSettled(tight) || medianSettled(bimodal) {
+		t.Fatalf("settled: tight %t, bimodal %t; want true, false", medianSettled(tight), medianSettled(bimodal))
+	}
+	// 30 blocks of two modes stay unsettled however many there are
+	var two []time.Duration
+	for i := 0; i < 30; i++ {
+		two = append(two, millis(10+float64(i%2)*90)...)
+	}
+	if medianSettled(two) {
+		t.Errorf("30 blocks at 10 and 100 ms: settled; want not")
+	}
+	for _, tc := range []struct {
+		name        string
+		reps, limit int
+		times       []time.Duration
+		want        bool
+	}{
+		{"unsettled after its planned blocks", 5, 60, bimodal, true},
+		{"settled", 5, 60, tight, false},
+		{"at -settle-reps", 5, 5, bimodal, false},
+		{"-settle-reps 0", 5, 0, bimodal, false},
+		{"planned blocks still to run", 6, 60, bimodal, false},
+	} {
+		c := cell{reps: tc.reps}
+		got := extend(&c, tc.times, tc.limit)
+		if got != tc.want || c.reps != tc.reps+map[bool]int{true: 1}[tc.want] {
+			t.Errorf("%s: extend = %t, reps %d; want %t", tc.name, got, c.reps, tc.want)
+		}
+	}
+}

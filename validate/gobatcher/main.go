@@ -43,7 +43,7 @@ type options struct {
 	probeEvery                 int
 	probeD                     time.Duration
 	reps, focusReps, warmup, k int
-	phaseReps                  int
+	phaseReps, settleReps      int
 	seed                       uint64
 	procs                      []int
 	flushD, maxBlock           time.Duration
@@ -67,6 +67,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.reps, "reps", 0, "measured blocks per cell (0: 3 for small, 5 for full)")
 	flag.IntVar(&o.focusReps, "focus-reps", 30, "blocks per drain-on, cap=all, N<=64 cell (their batch composition varies run to run)")
 	flag.IntVar(&o.phaseReps, "phase-reps", 100, "blocks per cell whose block time is largely the v1 cycle's phase (each round of transactions one batch, at most 4 rounds: cells.go, phaseBound)")
+	flag.IntVar(&o.settleReps, "settle-reps", 60, "a cell whose median block time is not settled after its planned blocks (the median's 95 % confidence interval wider than 15 % of it either way: stats.go, medianSettled) gets one more per round until it settles or has this many blocks (0: never more)")
 	flag.IntVar(&o.warmup, "warmup", 1, "discarded blocks before a cell's first measured one")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the order of cells within each round")
 	flag.StringVar(&procs, "gomaxprocs", "1,2", "GOMAXPROCS values, a cell dimension (set between blocks)")
@@ -103,9 +104,9 @@ func (o options) validate() error {
 	switch {
 	case o.gc != "between" && o.gc != "block" && o.gc != "release" && o.gc != "go":
 		return fmt.Errorf("-gc must be between, block, release or go; got %q", o.gc)
-	case o.reps < 0 || o.focusReps < 0 || o.phaseReps < 0 || o.warmup < 0:
-		return fmt.Errorf("-reps, -focus-reps, -phase-reps and -warmup must be >= 0; got %d, %d, %d, %d",
-			o.reps, o.focusReps, o.phaseReps, o.warmup)
+	case o.reps < 0 || o.focusReps < 0 || o.phaseReps < 0 || o.settleReps < 0 || o.warmup < 0:
+		return fmt.Errorf("-reps, -focus-reps, -phase-reps, -settle-reps and -warmup must be >= 0; got %d, %d, %d, %d, %d",
+			o.reps, o.focusReps, o.phaseReps, o.settleReps, o.warmup)
 	case o.k < 1:
 		return fmt.Errorf("-k must be >= 1; got %d", o.k)
 	case o.flushD <= 0:
@@ -199,7 +200,7 @@ func run() error {
 		for _, c := range cells {
 			fmt.Printf("%s\treps %d\test %s\n", c.id(), c.reps, c.estimate())
 		}
-		fmt.Printf("%d cells (left out: %d redundant, %d too slow), %d blocks, estimated %s\n",
+		fmt.Printf("%d cells (left out: %d redundant, %d too slow), %d blocks planned, estimated %s (cells whose median does not settle get more: -settle-reps)\n",
 			len(cells), left.redundant, left.slow,
 			totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second))
 		return nil
@@ -279,7 +280,7 @@ func runCells(o options, cells []cell, left leftOut) error {
 	r := &runner{pool: batcherPool{}, warmup: o.warmup, seed: o.seed, blocks: blocks,
 		flushes: flushes, items: items, gc: o.gc, detailReps: o.detailReps, traceDir: o.traceDir,
 		probes: probes, probeEvery: o.probeEvery, probeD: o.probeD, procs: o.procs,
-		idle: rand.New(rand.NewPCG(o.seed, idleStream))}
+		idle: rand.New(rand.NewPCG(o.seed, idleStream)), settleReps: o.settleReps, extended: map[int]bool{}}
 	setProcs(1) // calibrate the spin on one core, as undisturbed as the machine allows
 	r.spinIters = calibrateSpin(o.flushD)
 	if r.gc != "go" {
@@ -287,13 +288,13 @@ func runCells(o options, cells []cell, left leftOut) error {
 	}
 	info := runInfo{command: command(), cells: len(cells), left: left, spinIters: r.spinIters, awake: o.awake,
 		start: time.Now(), load0: loadavg1(), cpu0: readCPUTimes(), proc0: processCPU()}
-	fmt.Fprintf(os.Stderr, "%d cells (left out: %d redundant, %d too slow), %d blocks, estimated %s; spin %d rounds = %s\n",
+	fmt.Fprintf(os.Stderr, "%d cells (left out: %d redundant, %d too slow), %d blocks planned, estimated %s (cells whose median does not settle get more: -settle-reps); spin %d rounds = %s\n",
 		len(cells), left.redundant, left.slow, totalBlocks(cells, o.warmup), estimateTotal(cells, o.warmup).Round(time.Second),
 		r.spinIters, o.flushD)
 	if err := r.runGrid(cells); err != nil {
 		return err
 	}
-	info.end, info.load1, info.mismatches = time.Now(), loadavg1(), r.mismatches
+	info.end, info.load1, info.mismatches, info.extended = time.Now(), loadavg1(), r.mismatches, len(r.extended)
 	info.proc = processCPU() - info.proc0
 	info.steal, info.busy = readCPUTimes().shares(info.cpu0)
 	return info.write(filepath.Join(o.out, "run.toml"))
@@ -324,6 +325,7 @@ type runInfo struct {
 	cpu0         cpuTimes
 	steal, busy  float64
 	mismatches   int
+	extended     int
 	awake        bool
 	// the process's CPU (getrusage) at the start and over the run: what a -cpuprofile's
 	// samples are scaled to (the kernel delivers fewer SIGPROFs than asked for)
@@ -345,6 +347,7 @@ duration_s = %.0f
 cells = %d
 cells_left_out_redundant = %d # full grid: identical to a measured cell (see cells.go, fullGrid)
 cells_left_out_slow = %d # full grid: estimated above -max-block per block
+cells_extended = %d # given blocks beyond their planned ones until their median settled or -settle-reps (run.go, runGrid)
 spin_rounds_per_flush = %d # calibrated on one idle core to take the flush's d
 loadavg_1m = [%.2f, %.2f] # at start and end
 steal_share = %.4f # hypervisor steal over the run, share of the machine's CPU (/proc/stat)
@@ -355,7 +358,7 @@ process_cpu_s = %.3f # user + system CPU of this process over the run (getrusage
 awake = %t # -awake: an idle-priority spinner on every CPU, so no vCPU halted (awake.go)
 `, i.command, runtime.Version(), runtime.NumCPU(), cpuModel(),
 		i.start.UTC().Format("2006-01-02 15:04:05 UTC"), i.end.Sub(i.start).Seconds(), i.cells,
-		i.left.redundant, i.left.slow, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches,
+		i.left.redundant, i.left.slow, i.extended, i.spinIters, i.load0, i.load1, i.steal, i.busy, i.mismatches,
 		float64(probeSettle)/1e6, i.proc.Seconds(), i.awake)
 	return f.Close()
 }

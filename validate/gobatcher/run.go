@@ -34,7 +34,9 @@ type runner struct {
 	procs      []int
 	blocksRun  int
 	probesRun  int
-	idle       *rand.Rand // the idle spells before v1 blocks (idleBefore)
+	idle       *rand.Rand   // the idle spells before v1 blocks (idleBefore)
+	settleReps int          // see -settle-reps
+	extended   map[int]bool // the cells (positions) given blocks beyond their planned ones
 }
 
 // maybeProbe runs the CPU-availability probes (probe.go) every probeEvery measured blocks,
@@ -58,38 +60,56 @@ const gcEvery = 64 << 20
 
 // runGrid runs every cell's repetitions round-robin: round r runs each cell that still has
 // repetitions once, in an order shuffled by the seed, so a cell's repetitions are spread over
-// the whole run (and its neighbours' load) instead of back to back.
+// the whole run (and its neighbours' load) instead of back to back. A cell whose median block
+// time is not settled once its planned repetitions are done (medianSettled: some cells' blocks
+// spread over 10x or fall in two modes) gets one more in each following round until it
+// settles or has -settle-reps blocks, interleaved with the cells still running.
 func (r *runner) runGrid(cells []cell) error {
-	rounds := 0
-	for _, c := range cells {
-		rounds = max(rounds, c.reps)
-	}
+	times := make([][]time.Duration, len(cells))
 	start, said := time.Now(), time.Now()
-	for round := 0; round < rounds; round++ {
+	for round := 0; ; round++ {
 		order := cellsInRound(cells, round)
+		if len(order) == 0 {
+			return nil
+		}
 		rng := rand.New(rand.NewPCG(r.seed, uint64(round)))
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for i, c := range order {
-			if err := r.visit(c, round); err != nil {
+		for i, at := range order {
+			blockTime, err := r.visit(cells[at], round)
+			if err != nil {
 				return err
+			}
+			times[at] = append(times[at], blockTime)
+			if extend(&cells[at], times[at], r.settleReps) {
+				r.extended[at] = true
 			}
 			if time.Since(said) > 30*time.Second {
 				said = time.Now()
-				fmt.Fprintf(os.Stderr, "round %d/%d: %d/%d blocks, %s elapsed, load %.2f\n",
-					round+1, rounds, i+1, len(order), time.Since(start).Round(time.Second), loadavg1())
+				fmt.Fprintf(os.Stderr, "round %d: %d/%d blocks, %s elapsed, load %.2f\n",
+					round+1, i+1, len(order), time.Since(start).Round(time.Second), loadavg1())
 			}
 		}
-		fmt.Fprintf(os.Stderr, "round %d/%d done: %d blocks, %s elapsed, load %.2f\n",
-			round+1, rounds, len(order), time.Since(start).Round(time.Second), loadavg1())
+		fmt.Fprintf(os.Stderr, "round %d done: %d blocks (%d cells given more for their median so far), %s elapsed, load %.2f\n",
+			round+1, len(order), len(r.extended), time.Since(start).Round(time.Second), loadavg1())
 	}
-	return nil
 }
 
-func cellsInRound(cells []cell, round int) []cell {
-	var out []cell
-	for _, c := range cells {
+// extend gives the cell one more repetition if the block just measured was its last planned
+// one, it has fewer than settleReps and its median so far is not settled; whether it did.
+func extend(c *cell, times []time.Duration, settleReps int) bool {
+	if len(times) != c.reps || c.reps >= settleReps || medianSettled(times) {
+		return false
+	}
+	c.reps++
+	return true
+}
+
+// cellsInRound is the positions of the cells that still have a repetition in the round.
+func cellsInRound(cells []cell, round int) []int {
+	var out []int
+	for i, c := range cells {
 		if c.reps > round {
-			out = append(out, c)
+			out = append(out, i)
 		}
 	}
 	return out
@@ -97,21 +117,21 @@ func cellsInRound(cells []cell, round int) []cell {
 
 // visit runs one measured block of the cell, preceded on its first visit by warm-up blocks
 // that are discarded (goroutine stacks grown, pool goroutines started, as in a running node).
-func (r *runner) visit(c cell, rep int) error {
+func (r *runner) visit(c cell, rep int) (time.Duration, error) {
 	if rep == 0 {
 		for i := 0; i < r.warmup; i++ {
 			if _, _, err := r.measure(c, rep); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
 	if err := r.maybeProbe(); err != nil {
-		return err
+		return 0, err
 	}
 	r.blocksRun++
 	res, blk, err := r.measure(c, rep)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if c.key.version == v2 && !res.reasonsAgree() {
 		r.mismatches++
@@ -119,17 +139,17 @@ func (r *runner) visit(c cell, rep int) error {
 			c.id(), rep, res.lib, res.fs.byReason)
 	}
 	if err := r.blocks.write(res.row()); err != nil {
-		return err
+		return 0, err
 	}
 	if r.items != nil && c.nTx <= itemsMaxTx {
 		if err := r.items.write(itemRows(c, rep, blk.startNs, blk.items)...); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if c.nTx > 256 && r.detailReps >= 0 && rep >= r.detailReps {
-		return nil
+		return res.blockTime, nil
 	}
-	return r.flushes.write(flushRows(c, rep, blk.startNs, blk.flushes())...)
+	return res.blockTime, r.flushes.write(flushRows(c, rep, blk.startNs, blk.flushes())...)
 }
 
 // measure runs one block of the cell and gathers everything about it. Only the fan-out (first

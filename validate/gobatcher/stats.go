@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -70,4 +71,47 @@ func inferReason(size int, key batcherKey) string {
 		return "size"
 	}
 	return "timeout"
+}
+
+// settleTol and settleLevel: a cell's median block time is settled once the distribution-free
+// confidence interval of the median at settleLevel lies within settleTol of the median: the
+// judge (validate/calibrate_gobatcher.py) holds the model's median to 15 % of the measured
+// one, which a median known no better than that cannot test.
+const (
+	settleTol   = 0.15
+	settleLevel = 0.95
+)
+
+// medianSettled reports whether the median of the block times is settled (see settleTol).
+// The interval is the order statistics x(l), x(n+1-l), with l the largest rank for which
+// P(Bin(n, 1/2) < l) <= (1 - settleLevel) / 2: the textbook interval for a median that
+// assumes nothing of the distribution, so a bimodal cell's (drain mode's few large flushes
+// or one per transaction) stays wide however many blocks it has. Below 6 blocks no l
+// reaches the level and the interval is the whole range, x(1) to x(n).
+func medianSettled(times []time.Duration) bool {
+	n := len(times)
+	if n == 0 {
+		return false
+	}
+	x := slices.Clone(times)
+	slices.Sort(x)
+	l := medianRank(n)
+	m := float64(quantile(x, 0.5))
+	return float64(x[n-l]) <= (1+settleTol)*m && float64(x[l-1]) >= m/(1+settleTol)
+}
+
+// medianRank is the rank l of medianSettled's interval for n blocks (at least 1).
+func medianRank(n int) int {
+	tail := (1 - settleLevel) / 2
+	pmf := math.Pow(0.5, float64(n)) // P(Bin(n, 1/2) = 0)
+	cdf, l := 0.0, 1
+	for k := 0; k < n; k++ {
+		cdf += pmf // P(Bin <= k) = P(Bin < k+1)
+		if cdf > tail {
+			break
+		}
+		l = k + 1
+		pmf *= float64(n-k) / float64(k+1)
+	}
+	return max(l, 1)
 }
