@@ -529,6 +529,36 @@ def test_a_thread_woken_while_the_threads_are_packed_waits_for_the_window_to_end
     assert sorted(packed.values()) == [(1.0, 0), (21.0, 0), (41.0, 0), (61.0, 0)]
 
 
+def test_a_thread_waiting_for_the_packed_cpu_gets_it_once_the_running_thread_sleeps():
+    # [host] packed_us: the woken thread waits for the running thread's CPU, not for the
+    # window's end; once every running thread sleeps the CPU is free and it looks for work
+    # then. So a sleep that falls due inside the window ends at the idle process's netpoll
+    # wake (whole milliseconds), as the harness's do, not when the window ends.
+    def sleep_ends(packed_us):
+        env = simpy.Environment()
+        host = replace(HOST, packed_us=(packed_us,) * len(HOST.quantiles))
+        sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
+                          HostTiming(host, np.random.default_rng(1)))
+        out = {}
+
+        def sleeper(g):
+            sched.timer(500e-6, lambda _p: sched.ready(g))
+            yield PARK
+            out["woke"] = sched.now
+
+        def main(g):
+            sched.go(sleeper)          # P1 idle: wakep, and the window starts
+            yield 20_000.0             # 20 us, then main ends and the sleeper runs on P0
+
+        sched.start(main)
+        env.run()
+        return out["woke"]
+    free, packed = sleep_ends(0.0), sleep_ends(800.0)
+    # both: the process idles at ~20 us and netpoll waits a whole millisecond
+    assert 1.0e-3 < free < 1.2e-3
+    assert packed == pytest.approx(free, abs=1e-9)          # not at the window's end, 0.8 ms
+
+
 @pytest.mark.parametrize("n", [2, 5, 16])
 def test_each_context_switch_is_counted_and_charged_switch_ns_once(n):
     # one processor, drain, a pool: per transaction its start, the worker woken by its first

@@ -132,6 +132,12 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # 2026-12-06, same command): 96.7 % within 15 %, worst 3.51x, 3 cells beyond 1.5x (none
 # v1), the ratio within 15 % on 95 %, 4 of 24 composition cells off, flush counts covering
 # on 76.7 %; of its 174 v1 cells 3 beyond 15 %, worst 1.19x (full9's v1 cells: 10, 1.68x).
+# The first with a cell's blocks extended until its median settles (`full11`, 2026-12-06
+# night; 106 cells extended, a two-mode cell to 60 blocks) and the model's woken thread
+# given the packed CPU once the running thread sleeps (scheduler.py, _release_held): 97.1 %
+# within 15 %, worst 1.48x (the model before: 96.7 %, 1.68x), the ratio within 15 % on
+# 96 %, 3 of 24 composition cells off, flush counts covering on 76.4 % (data/README.md,
+# "Medians that settle").
 # The worst cells are drain mode with a CPU-burning flush at GOMAXPROCS 2 and a pool of 4,
 # where the real blocks collapse into a few large flushes in some runs and not in others
 # (data/README.md). A few-flush block at GOMAXPROCS 2 is a lock convoy on the item channel:

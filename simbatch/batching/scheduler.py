@@ -80,8 +80,14 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
   until then waits for that CPU, which the running thread holds (the kernel gives one of
   two runnable threads a slice of milliseconds, longer than the window), so it starts
   looking for work only when the window ends, and one processor runs the goroutines
-  meanwhile. As measured: the harness's drain blocks whose threads waited long for a CPU
-  (``runq_wait_s``) make one flush per transaction, as at GOMAXPROCS 1.
+  meanwhile -- or as soon as every running thread sleeps (its processor idle), which frees
+  the CPU: the waiting thread is runnable already and gets it then, without a wake-up's
+  latency (:meth:`Scheduler._release_held`). As measured: the harness's drain blocks whose
+  threads waited long for a CPU (``runq_wait_s``) make one flush per transaction, as at
+  GOMAXPROCS 1; and a sleep that falls due while a thread waits so ends at the idle
+  process's netpoll wake, not at the window's end (drain, pool 64, cap = all, N = 256,
+  GOMAXPROCS 2: the first 64 flushes' 500 us sleeps end 1.36-1.85 ms into the block
+  however long its threads waited, ``validate/gobatcher/data/full10``).
 
 So the order of simultaneous runnable goroutines -- the worker woken by a ``Put`` against
 the producers still putting -- follows from these rules and the random wake-up latencies:
@@ -187,7 +193,7 @@ class P:
     """A processor: its ``runnext`` slot, its local run queue, its state."""
 
     __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in", "slowness",
-                 "tick", "seen_tick", "seen_when", "preempt")
+                 "tick", "seen_tick", "seen_when", "preempt", "held", "spin_gen")
 
     def __init__(self, index: int) -> None:
         self.id = index
@@ -202,6 +208,8 @@ class P:
         self.seen_tick = -1             # sysmon's last look at it (sysmontick)
         self.seen_when = 0.0
         self.preempt: G | None = None   # the goroutine sysmon asked to stop
+        self.held = False               # woken, its thread waiting for the packed CPU
+        self.spin_gen = 0               # its pending look for work (_spin_at)
 
 
 class Timer:
@@ -288,6 +296,7 @@ class Scheduler:
         self._pumps: set[tuple[float, int]] = set()    # keys of _Pumps in SimPy's queue
 
         self._packed_until = -1.0        # set at the run's first wakep ([host] packed_us)
+        self._held = 0                   # processors whose woken thread waits for the packed CPU
         self._poll_gen = 0
         self._poll_for: float | None = None
         self.now = 0.0
@@ -593,6 +602,8 @@ class Scheduler:
             self._running -= 1
         p.state = IDLE
         self._idle.append(p)
+        if self._held and self._running == 0 and self._spinning == self._held:
+            self._release_held()        # its thread sleeps: the packed CPU is free
         t = self._earliest()
         if t is not None and (self._poll_for is None or t.when < self._poll_for):
             self._poll()          # findRunnable: netpollBreak if the poller waits for later
@@ -604,7 +615,32 @@ class Scheduler:
         self._to_waking(p)
         self._spinning += 1
         # while the threads are packed, the woken one waits for the running one's CPU
-        self._at(max(self.now + self.host.wake_s(), self._packed_until), self._spin, p)
+        when = self.now + self.host.wake_s()
+        p.spin_gen += 1
+        if self._packed_until > when:
+            when = self._packed_until
+            p.held = True
+            self._held += 1
+        self._at(when, self._spin_at, p, p.spin_gen)
+
+    def _spin_at(self, p: P, gen: int) -> None:
+        if gen != p.spin_gen:
+            return                       # brought forward (_release_held)
+        if p.held:
+            p.held = False
+            self._held -= 1
+        self._spin(p)
+
+    def _release_held(self) -> None:
+        """The running threads all sleep: a woken thread waiting for the packed CPU gets it
+        now (it is runnable already: no wake-up latency)."""
+        for p in self.ps:
+            if p.held:
+                p.held = False
+                self._held -= 1
+                p.spin_gen += 1
+                self._at(self.now, self._spin_at, p, p.spin_gen)
+                return
 
     def _spin(self, p: P) -> None:
         """A woken thread looks for work (``findRunnable`` while spinning)."""
