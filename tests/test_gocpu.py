@@ -224,26 +224,32 @@ def test_two_running_processors_interleave_a_shared_channel_below_a_microsecond(
     assert 0 <= t - put[0] <= (SHARED_QUANTUM_NS + 100.0) * 1e-9
 
 
-def _contend(lock_sleep, lock_ns=200.0, wake_us=2.0):
+def _contend(lock_sleep, lock_ns=200.0, wake_us=2.0, tail=False):
     """P1 sends 40 values, one each 250 ns; from 1 us on, P0 takes the item channel's lock
     every 100 ns, 100 times. For each of the two: when it took the lock, how long it spun
-    there, and how many times it slept; and the channel."""
+    there, and how many times it slept; and the channel. ``tail``: a thread woken from
+    the lock tries again at the waiters' tail (goclient's ``_lock_sleep``); the most
+    sleeps of one acquisition are in ``slept["most"]``."""
     from simbatch.batching.gosync import Chan
 
     env, sched = _sched(procs=2, wake_us=wake_us, lock_ns=lock_ns, lock_sleep=lock_sleep)
     ch = Chan(sched, 1000)
     took: dict[str, list[tuple[float, float]]] = {"putter": [], "poller": []}
     slept = dict.fromkeys(took, 0)
+    most = 0
 
     def take(who):
+        nonlocal most
         if not took[who]:
             took[who].append((sched.now + sched.run_ns * 1e-9, -1.0))     # its first try
-        spin = ch.lock(0.0)
+        spin, sleeps = ch.lock(0.0), 0
         while spin < 0:
             slept[who] += 1
+            sleeps += 1
             sched.lock_sleep()
             yield 0.0
-            spin = ch.lock(0.0)
+            spin = ch.lock(0.0, tail)
+        most = max(most, sleeps)
         took[who].append((sched.now + sched.run_ns * 1e-9, spin))
         return spin
 
@@ -265,7 +271,7 @@ def _contend(lock_sleep, lock_ns=200.0, wake_us=2.0):
 
     sched.start(main)
     env.run()
-    return took, slept, ch
+    return took, {**slept, "most": most}, ch
 
 
 def test_an_operation_that_finds_the_channel_locked_spins_or_sleeps_a_wake_up():
@@ -275,20 +281,34 @@ def test_an_operation_that_finds_the_channel_locked_spins_or_sleeps_a_wake_up():
     # spin lasts at most twice lock_ns)
     took, slept, ch = _contend(0.0)
     spins = [spin for who in took for _, spin in took[who][1:] if spin > 0]
-    assert len(spins) == ch.lock_held > 5 and sum(slept.values()) == ch.lock_sleeps == 0
+    assert len(spins) == ch.lock_held > 5
+    assert slept["putter"] + slept["poller"] == ch.lock_sleeps == 0
     assert max(spins) <= 2 * 200.0
     # lock_sleep 1: each operation that finds it held sleeps a wake-up (2 us), holding its
     # processor, then tries again: its goroutine ends that much later
     took, slept, ch = _contend(1.0)
-    assert sum(slept.values()) == ch.lock_sleeps == ch.lock_held > 0
+    assert slept["putter"] + slept["poller"] == ch.lock_sleeps == ch.lock_held > 0
     for who, n, step in (("putter", 40, 250e-9), ("poller", 100, 100e-9)):
         first, last = took[who][0][0], took[who][-1][0]
         assert len(took[who]) == n + 1
         assert last - first == pytest.approx((n - 1) * step + slept[who] * 2e-6, abs=1e-9)
     # without the lock (lock_ns 0) nothing waits
     took, slept, ch = _contend(1.0, lock_ns=0.0)
-    assert not ch.locking and ch.lock_held == 0 == sum(slept.values())
+    assert not ch.locking and ch.lock_held == 0 == slept["putter"] + slept["poller"]
     assert np.diff([t for t, _ in took["poller"][1:]]) == pytest.approx(100e-9)
+
+
+def test_a_thread_woken_from_the_lock_at_the_waiters_tail_spins_instead_of_sleeping_again():
+    # lock2 (src/runtime/lock_spinbit.go): an M woken at the bottom of the waiters' stack
+    # (atTail: no other M slept on the lock) spins, as the spin bit's holder does, and gets
+    # the lock within microseconds; it does not sleep again. Here every operation that finds
+    # the lock held would sleep (lock_sleep 1), and the other processor holds it most of
+    # the time: a thread trying again as it first tried sleeps several times running for one
+    # acquisition; at the tail, once.
+    _, again, _ = _contend(1.0)
+    _, tail, ch = _contend(1.0, tail=True)
+    assert again["most"] > 1
+    assert tail["most"] == 1 and ch.lock_sleeps == tail["putter"] + tail["poller"] > 0
 
 
 def test_the_lock_convoy_makes_two_processor_drain_blocks_collapse_as_go_s_do():

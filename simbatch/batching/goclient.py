@@ -200,15 +200,19 @@ class GoBlock:
     def _lock_sleep(self, cost: float, ahead: float = 0.0) -> Generator[Any, Any, float]:
         """The thread found the item channel's lock held and sleeps on it
         (:meth:`.gosync.Chan.lock` returned -1): yield ``cost`` (CPU not yet yielded), try
-        again after the wake-up (``ahead``: the operation's own CPU before it locks), and so
-        on. Returns the CPU not yet yielded: the spin on the lock, if any."""
+        again after the wake-up (``ahead``: the operation's own CPU before it locks) -- at
+        the waiters' tail if no other thread slept on the lock, so spinning -- and so on.
+        Returns the CPU not yet yielded: the spin on the lock, if any."""
         ch = self.ch
         spin = -1.0
         while spin < 0:
+            at_tail = ch.sleepers == 0
+            ch.sleepers += 1
             self.sched.lock_sleep()
             yield cost
+            ch.sleepers -= 1
             cost = 0.0
-            spin = ch.lock(ahead)
+            spin = ch.lock(ahead, at_tail)
         return cost + spin
 
     # ------------------------------------------------------------------ worker

@@ -75,18 +75,25 @@ class Chan:
         self._ops: list[deque[float]] = [deque(maxlen=64) for _ in sched.ps]
         self.lock_sleeps = 0
         self.lock_held = 0
+        self.sleepers = 0               # threads asleep on the lock now (_lock_sleep)
 
     def __len__(self) -> int:
         return len(self.buf)
 
-    def lock(self, offset_ns: float) -> float:
+    def lock(self, offset_ns: float, at_tail: bool = False) -> float:
         """The running goroutine takes the channel's lock ``offset_ns`` after the CPU it has
         yielded in this run (``offset_ns``: CPU it has spent and not yet yielded).
 
         Another processor's operation holds the lock for ``[go] lock_ns`` from its start.
         Found held, the thread sleeps with chance ``lock_sleep`` (returns -1: the caller
         calls :meth:`Scheduler.lock_sleep`, yields and tries again); else it spins until the
-        holder lets go and returns those nanoseconds, which the caller adds to its CPU. An
+        holder lets go and returns those nanoseconds, which the caller adds to its CPU. A
+        thread ``at_tail`` -- woken from a sleep on this lock that it went to with no other
+        thread asleep on it -- spins and does not sleep again: ``lock2``
+        (``src/runtime/lock_spinbit.go``, Go 1.26) sets ``atTail`` for an M woken at the
+        bottom of the waiters' stack and lets it spin as the spin bit's holder would, four
+        rounds of ``procyield(30)`` and an ``osyield``, microseconds against the
+        ``lock_ns`` another operation holds the lock for. An
         operation of the other processor that the model ran ahead of this one (later in
         time, already done) and that overlaps it counts as held too: the model cannot make
         the other wait after the fact, so this one does."""
@@ -103,7 +110,7 @@ class Chan:
                     break
                 if tq < t + window:
                     self.lock_held += 1
-                    if sched.uniform() < self._lock_sleep:
+                    if not at_tail and sched.uniform() < self._lock_sleep:
                         self.lock_sleeps += 1
                         return -1.0
                     spin = (max(tq, t) + window - t) * 1e9

@@ -58,10 +58,11 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
   (``runtime.lock2``, ``src/runtime/lock_spinbit.go``: only the thread holding the lock
   word's spin bit spins; "most other Ms must attempt to spend their time sleeping") and
   holds its processor, without CPU, until the holder's unlock wakes it, a wake-up later
-  (``[host] wake_us``), and tries again (:meth:`Scheduler.lock_sleep`,
-  :meth:`.gosync.Chan.lock`). A worker asleep there while the other processor keeps
-  ``Put``-ting comes back to a backlog whose receives meet more ``Put``-s: the lock convoy
-  that makes some drain blocks at GOMAXPROCS 2 a few large flushes
+  (``[host] wake_us``), and tries again, spinning if no other thread slept on the lock
+  (``lock2``'s ``atTail``: the bottom of the waiters' stack spins, it does not sleep again)
+  (:meth:`Scheduler.lock_sleep`, :meth:`.gosync.Chan.lock`). A worker asleep there while
+  the other processor keeps ``Put``-ting comes back to a backlog whose receives meet more
+  ``Put``-s: the lock convoy that makes some drain blocks at GOMAXPROCS 2 a few large flushes
   (``validate/gobatcher/data/README.md``, "The channel's lock").
 * **select.** A ``select`` with several ready cases picks one uniformly at random
   (``selectgo``'s random ``pollorder``), from the same stream.
