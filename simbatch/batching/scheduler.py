@@ -82,8 +82,8 @@ The rules are those of the Go runtime the harness ran (Go 1.26, ``src/runtime/pr
   two runnable threads a slice of milliseconds, longer than the window), so it starts
   looking for work only when the window ends, and one processor runs the goroutines
   meanwhile -- or as soon as every running thread sleeps (its processor idle), which frees
-  the CPU: the waiting thread is runnable already and gets it then, without a wake-up's
-  latency (:meth:`Scheduler._release_held`). As measured: the harness's drain blocks whose
+  the CPU: the waiting thread gets it then, or when its own wake-up ends if that is later
+  (:meth:`Scheduler._release_held`). As measured: the harness's drain blocks whose
   threads waited long for a CPU (``runq_wait_s``) make one flush per transaction, as at
   GOMAXPROCS 1; and a sleep that falls due while a thread waits so ends at the idle
   process's netpoll wake, not at the window's end (drain, pool 64, cap = all, N = 256,
@@ -194,7 +194,7 @@ class P:
     """A processor: its ``runnext`` slot, its local run queue, its state."""
 
     __slots__ = ("id", "runnext", "runq", "state", "g", "busy_ns", "stall_in", "slowness",
-                 "tick", "seen_tick", "seen_when", "preempt", "held", "spin_gen")
+                 "tick", "seen_tick", "seen_when", "preempt", "held", "spin_gen", "woken_at")
 
     def __init__(self, index: int) -> None:
         self.id = index
@@ -211,6 +211,7 @@ class P:
         self.preempt: G | None = None   # the goroutine sysmon asked to stop
         self.held = False               # woken, its thread waiting for the packed CPU
         self.spin_gen = 0               # its pending look for work (_spin_at)
+        self.woken_at = 0.0             # when its thread's wake-up ends, packed CPU or not
 
 
 class Timer:
@@ -618,6 +619,7 @@ class Scheduler:
         # while the threads are packed, the woken one waits for the running one's CPU
         when = self.now + self.host.wake_s()
         p.spin_gen += 1
+        p.woken_at = when
         if self._packed_until > when:
             when = self._packed_until
             p.held = True
@@ -634,13 +636,14 @@ class Scheduler:
 
     def _release_held(self) -> None:
         """The running threads all sleep: a woken thread waiting for the packed CPU gets it
-        now (it is runnable already: no wake-up latency)."""
+        now, or once its own wake-up ends if that is later (its futex wake's latency runs
+        whether the CPU is packed or not)."""
         for p in self.ps:
             if p.held:
                 p.held = False
                 self._held -= 1
                 p.spin_gen += 1
-                self._at(self.now, self._spin_at, p, p.spin_gen)
+                self._at(max(self.now, p.woken_at), self._spin_at, p, p.spin_gen)
                 return
 
     def _spin(self, p: P) -> None:
