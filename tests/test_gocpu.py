@@ -579,6 +579,50 @@ def test_a_thread_waiting_for_the_packed_cpu_gets_it_once_the_running_thread_sle
     assert packed == pytest.approx(free, abs=1e-9)          # not at the window's end, 0.8 ms
 
 
+def test_the_packed_time_left_when_the_threads_sleep_packs_the_next_wake_up():
+    # [host] packed_us is the run's packed time (the kernel's count of its threads' wait
+    # over a block): a window closed early, when every running thread sleeps, leaves the
+    # rest for the next wake-up of an idle processor. As in the harness's long blocks of
+    # sleeping flushes, where each round after an idle spell runs on one processor.
+    def second_round(packed_us):
+        env = simpy.Environment()
+        host = HostConfig(quantiles=(0.0, 1.0), wake_us=(5.0, 5.0), backoff_us=(3.0, 3.0),
+                          packed_us=(packed_us, packed_us))
+        sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
+                          HostTiming(host, np.random.default_rng(0)))
+        out = {}
+
+        def child(g, i):
+            out[i] = (round(sched.now * 1e6, 3), g.p.id)
+            yield 20_000.0                 # 20 us of CPU each
+
+        def sleeper(g):
+            sched.timer(2e-3, lambda _p: sched.ready(g))
+            yield PARK                     # the process idles: the first window closes
+            for i in range(4):             # round 2: a wakep opens a window again
+                sched.go(child, i)
+            yield 1000.0
+
+        def main(g):
+            sched.go(sleeper)              # P1 idle: wakep, and the first window opens
+            yield 1000.0
+
+        sched.start(main)
+        env.run()
+        return out
+    free = second_round(0.0)
+    assert {p for _, p in free.values()} == {0, 1}          # the woken processor steals some
+    # 500 us packed: the first window is spent for ~1 us, the second round gets the rest and
+    # one processor runs its four goroutines back to back
+    packed = second_round(500.0)
+    assert len({p for _, p in packed.values()}) == 1
+    starts = sorted(t for t, _ in packed.values())
+    assert np.diff(starts) == pytest.approx([20.0, 20.0, 20.0])
+    # 50 us packed: what is left after the first window ends before the round's 81 us of
+    # work, and the woken processor then steals
+    assert {p for _, p in second_round(50.0).values()} == {0, 1}
+
+
 @pytest.mark.parametrize("n", [2, 5, 16])
 def test_each_context_switch_is_counted_and_charged_switch_ns_once(n):
     # one processor, drain, a pool: per transaction its start, the worker woken by its first

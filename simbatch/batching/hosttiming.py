@@ -140,8 +140,9 @@ class HostConfig:
     speed_ratio : list of float
         The ratio of two processors' speeds (>= 1) at ``quantiles``; empty = all equal.
     packed_us : list of float
-        How long the client's threads share one CPU from the run's first wake-up of an idle
-        processor, microseconds, at ``quantiles``; empty = never.
+        How long the client's threads share one CPU over a run, microseconds, at
+        ``quantiles``, spent from its wake-ups of an idle processor (:mod:`.scheduler`);
+        empty = never.
     cpu_noise_ns : float
         The variance of a run's CPU time per nanosecond of its cost (ns); 0 = none.
 
@@ -314,7 +315,7 @@ class HostTiming:
         return out
 
     def packed_s(self) -> float:
-        """How long the client's threads share one CPU from the run's first wake-up of an
+        """How long the client's threads share one CPU over a run, from its wake-ups of an
         idle processor (seconds; 0 without ``packed_us``)."""
         if not self._packed.size:
             return 0.0
