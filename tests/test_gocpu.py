@@ -524,21 +524,29 @@ def test_packed_threads_run_on_one_cpu_for_the_drawn_time():
     assert two.block_time_s < part < always.block_time_s
 
 
+def _packed(packed_us):
+    """Two free processors (wake-ups of 5 us) packed for ``packed_us``, and a goroutine
+    body ``child(g, i)`` that records when and where it starts into ``out`` and runs 20 us
+    of CPU."""
+    env = simpy.Environment()
+    host = HostConfig(quantiles=(0.0, 1.0), wake_us=(5.0, 5.0), backoff_us=(3.0, 3.0),
+                      packed_us=(packed_us, packed_us))
+    sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
+                      HostTiming(host, np.random.default_rng(0)))
+    out = {}
+
+    def child(g, i):
+        out[i] = (round(sched.now * 1e6, 3), g.p.id)
+        yield 20_000.0                 # 20 us of CPU each
+
+    return env, sched, out, child
+
+
 def test_a_thread_woken_while_the_threads_are_packed_waits_for_the_window_to_end():
     # [host] packed_us: the kernel holds the woken thread off the running one's CPU, so the
     # goroutines it would steal run on the busy processor, at full speed, or wait
     def starts(packed_us):
-        env = simpy.Environment()
-        host = HostConfig(quantiles=(0.0, 1.0), wake_us=(5.0, 5.0), backoff_us=(3.0, 3.0),
-                          packed_us=(packed_us, packed_us))
-        sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
-                          HostTiming(host, np.random.default_rng(0)))
-        out = {}
-
-        def child(g, i):
-            out[i] = (round(sched.now * 1e6, 3), g.p.id)
-            yield 20_000.0                 # 20 us of CPU each
-
+        env, sched, out, child = _packed(packed_us)
         _go_each(env, sched, 4, child)
         return out
     free = starts(0.0)
@@ -585,16 +593,7 @@ def test_the_packed_time_left_when_the_threads_sleep_packs_the_next_wake_up():
     # rest for the next wake-up of an idle processor. As in the harness's long blocks of
     # sleeping flushes, where each round after an idle spell runs on one processor.
     def second_round(packed_us):
-        env = simpy.Environment()
-        host = HostConfig(quantiles=(0.0, 1.0), wake_us=(5.0, 5.0), backoff_us=(3.0, 3.0),
-                          packed_us=(packed_us, packed_us))
-        sched = Scheduler(env, GoConfig(gomaxprocs=2, **FREE), np.random.default_rng(0),
-                          HostTiming(host, np.random.default_rng(0)))
-        out = {}
-
-        def child(g, i):
-            out[i] = (round(sched.now * 1e6, 3), g.p.id)
-            yield 20_000.0                 # 20 us of CPU each
+        env, sched, out, child = _packed(packed_us)
 
         def sleeper(g):
             sched.timer(2e-3, lambda _p: sched.ready(g))
