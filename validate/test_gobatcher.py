@@ -152,7 +152,11 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # README.md, "A random phase for v1 blocks"), seven small grids on this VM (two of them in
 # CI 115 and 116) read 93.5-98.4 % within 15 %, worst 1.18-1.80x (beyond 1.5x: drain mode
 # at GOMAXPROCS 2 only; no v1 cell beyond 1.23x), ratio 87-100 %, 1-3 composition cells
-# off. Measured in this job, so not strict.
+# off. On another VM of the same kind (2026-12-07, slower wake-ups, more stalls; data/
+# README.md, "A second machine of the same kind") three small grids read 85.5-90.3 %,
+# worst 1.50-1.90x, ratio 81-87 %, 3-5 composition cells off: drain mode at GOMAXPROCS 2
+# collapses sooner there, as the real runs of the full grid on the two machines do against
+# each other (worst 3.04x). Measured in this job, so not strict.
 SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode at "
                           "GOMAXPROCS 2 collapses into a few large flushes is not yet "
                           "predicted per cell (see comment)")
