@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -100,18 +101,34 @@ func selfRusage() syscall.Rusage {
 	return ru
 }
 
-// cpuModel is the first "model name" of /proc/cpuinfo.
+// cpuModel is the first "model name" of /proc/cpuinfo, with its "cpu family" and "model"
+// numbers: VMs sold as the same kind ("AMD EPYC", 2 vCPUs) came on two CPU generations
+// (families 25 and 26) whose Go runtime costs differ by up to 1.8x (data/README.md, "The
+// host's CPU against the costs' machine"), so the name alone does not say which ran.
 func cpuModel() string {
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
 		return "unknown"
 	}
+	fields := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
+		if line == "" {
+			break // the first processor's block only
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			if k = strings.TrimSpace(k); fields[k] == "" {
+				fields[k] = strings.TrimSpace(v)
+			}
 		}
 	}
-	return "unknown"
+	name := fields["model name"]
+	if name == "" {
+		return "unknown"
+	}
+	if fields["cpu family"] != "" && fields["model"] != "" {
+		name += fmt.Sprintf(" (family %s, model %s)", fields["cpu family"], fields["model"])
+	}
+	return name
 }
 
 // threadTimes is each of the process's threads' time on a CPU and time runnable but off a
