@@ -37,14 +37,20 @@ with ``-costs``, the Go runtime's operation costs (a models/ file). This script:
    and its CPU bursts are short) and no drain-mode scheduling race in the way. Everything
    else -- every drain cell, every spin cell, GOMAXPROCS 2, the timer-bound cells, both
    versions' other fan-outs -- is predicted;
-3. simulates every cell (as many runs as the harness measured blocks, up to ``--reps``)
+3. scales every cost by the host's CPU against the machine the costs were measured on
+   (``--cpu-scale fit``, the default; ``fit_cpu_scale``): one factor, fitted on the judged
+   run's GOMAXPROCS 1 drain cycle cells (``is_cycle_cell``: one transaction's cycle, all
+   CPU, on one processor), which are then not judged. Why: the same harness on two VMs of
+   the same kind but another CPU family read that cycle 1.4x apart, and the shipped costs
+   were measured on a third;
+4. simulates every cell (as many runs as the harness measured blocks, up to ``--reps``)
    and prints measured beside predicted per cell: block time median and p90, flush count
    min / median / max, and for drain mode at cap = all, N <= 64, how often a block was made
    of a few flushes or of about one per transaction;
-4. judges the predictions by the issue's figures (``judge``): the median block time within
+5. judges the predictions by the issue's figures (``judge``): the median block time within
    15 % on >= 90 % of the cells not used for fitting and none beyond 1.5x; the composition
    shares within 20 points; the GOMAXPROCS 1 : 2 ratio of block times within 15 %;
-5. with ``--repeat``, judges other measured runs of the same grid against the judged one by
+6. with ``--repeat``, judges other measured runs of the same grid against the judged one by
    the same figures (``compare_runs``: the real go-batcher against itself, how close any
    model can come to one run), and the model's medians against the range of all the runs'
    medians (``beyond_range``).
@@ -200,7 +206,8 @@ def is_spin_cell(cell: Any) -> bool:
 def spreads_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.DataFrame:
     """Per block (indexed by cell_no and rep): ``cycle_spread``, the spread of the gaps
     between flush starts in a block of :func:`is_cycle_cell` that made one flush per
-    transaction, and ``flush_spread``, the spread of the flush durations in a block of
+    transaction, ``cycle_gap_us``, their median (one transaction's cycle), and
+    ``flush_spread``, the spread of the flush durations in a block of
     :func:`is_spin_cell` with at least ``SPREAD_MIN_TX`` flushes (NaN elsewhere)."""
     cycle = blocks[blocks.apply(is_cycle_cell, axis=1) & (blocks.n_flushes == blocks.n_tx)]
     spin = blocks[blocks.apply(is_spin_cell, axis=1) & (blocks.n_flushes >= SPREAD_MIN_TX)]
@@ -209,10 +216,11 @@ def spreads_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.DataFrame:
     for key, g in flushes.merge(cycle[keys], on=keys).groupby(keys):
         gaps = np.diff(np.sort(g.start_us.to_numpy(float)))
         out.setdefault(key, {})["cycle_spread"] = spread(gaps)
+        out[key]["cycle_gap_us"] = float(np.median(gaps))
     for key, g in flushes.merge(spin[keys], on=keys).groupby(keys):
         out.setdefault(key, {})["flush_spread"] = spread(g.end_us - g.start_us)
     frame = pd.DataFrame.from_dict(out, orient="index",
-                                   columns=["cycle_spread", "flush_spread"])
+                                   columns=["cycle_spread", "cycle_gap_us", "flush_spread"])
     frame.index = pd.MultiIndex.from_tuples(list(out), names=keys) if out else \
         pd.MultiIndex.from_arrays([[], []], names=keys)
     return frame
@@ -235,6 +243,67 @@ def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int
                 flush.append(spread(np.frombuffer(run.recorder.batch_done_at) * 1e6 - start))
     return (float(np.median(cycle)) if cycle else math.nan,
             float(np.median(flush)) if flush else math.nan)
+
+
+def scaled(go: GoConfig, factor: float) -> GoConfig:
+    """``go`` with every CPU cost (:data:`~simbatch.batching.gocpu.COSTS`) times ``factor``."""
+    return dataclasses.replace(go, **{k: getattr(go, k) * factor for k in COSTS})
+
+
+@dataclasses.dataclass
+class CpuScale:
+    """The host's CPU against the machine the costs were measured on (:func:`fit_cpu_scale`)."""
+    factor: float               # 1.0 where nothing could be fitted
+    rows: pd.DataFrame          # per cycle cell: measured and model gap (us), their ratio
+
+    @property
+    def cells(self) -> set[str]:
+        """The cells it was fitted on (not judged)."""
+        return set(self.rows.cell)
+
+    def summary(self) -> str:
+        if self.rows.empty:
+            return ("host CPU scale: no GOMAXPROCS 1 drain block of one flush per transaction "
+                    "(is_cycle_cell) to fit it on; the costs as measured (x1)")
+        rows = self.rows
+        return (f"host CPU scale: x{self.factor:.2f}, fitted on {len(rows)} cycle cells "
+                f"(one transaction's cycle at GOMAXPROCS 1: measured "
+                f"{rows.meas_us.median():.2f} us, the costs' model {rows.model_us.median():.2f}; "
+                f"per cell "
+                f"x{rows.ratio.min():.2f}-{rows.ratio.max():.2f}); those cells are "
+                f"not judged")
+
+
+def fit_cpu_scale(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, go: GoConfig,
+                  reps: int = 3, seed: int = 1) -> CpuScale:
+    """How much slower (> 1) or faster this run's host runs the client's CPU work than the
+    machine ``go``'s costs were measured on: the median over the run's :func:`is_cycle_cell`
+    cells of the measured cycle (the median gap between flush starts in its blocks of one
+    flush per transaction: a transaction's Puts, the worker's drain and the flush's
+    hand-off, all CPU, on one processor) over the model's (``reps`` simulated blocks).
+
+    Why: the same harness on two VMs of the same kind (2 vCPUs, AMD EPYC) but another CPU
+    family read that cycle at 3.0-4.5 us (family 26, 2026-12-06) and 4.5-6.9 us (family 25,
+    2026-12-07); the costs' model reads 3.5-3.8 (``validate/gobatcher/data/README.md``, "The
+    host's CPU against the costs' machine"). One factor on every cost, fitted on a stated
+    subset of the judged run, is the host's speed; nothing else moves."""
+    measured = blocks.dropna(subset=["cycle_gap_us"]) if "cycle_gap_us" in blocks else \
+        blocks.iloc[0:0]
+    meas = measured.groupby("cell").cycle_gap_us.median()
+    rows = []
+    for cell in cells[cells.cell.isin(meas.index)].itertuples():
+        gaps = []
+        for r in range(reps):
+            run = simulate(case_for(cell, host, go), replication_seed(seed, r))
+            start = np.sort(np.frombuffer(run.recorder.batch_start)) * 1e6
+            if len(start) == int(cell.n_tx):
+                gaps.append(float(np.median(np.diff(start))))
+        if gaps:
+            model = float(np.median(gaps))
+            rows.append({"cell": cell.cell, "meas_us": float(meas[cell.cell]),
+                         "model_us": model, "ratio": float(meas[cell.cell]) / model})
+    table = pd.DataFrame(rows, columns=["cell", "meas_us", "model_us", "ratio"])
+    return CpuScale(float(table.ratio.median()) if len(table) else 1.0, table)
 
 
 def fit_cpu_noise(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, go: GoConfig,
@@ -1055,6 +1124,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="measured: each GOMAXPROCS 2 cell's threads share one CPU for its "
                          "blocks' measured run-queue wait (packed_host); off: never, to "
                          "see what the packing explains")
+    ap.add_argument("--cpu-scale", choices=("fit", "off"), default="fit",
+                    help="fit: scale every cost by the host's CPU against the costs' "
+                         "machine, fitted on the run's GOMAXPROCS 1 drain cycle cells "
+                         "(fit_cpu_scale; those cells are then not judged); off: the costs "
+                         "as they are")
     ap.add_argument("--fit-noise", action="store_true",
                     help="fit [host] cpu_noise_ns on the run's GOMAXPROCS 1 drain blocks of "
                          "one flush per transaction (is_cycle_cell) instead of taking the "
@@ -1147,13 +1221,18 @@ def main(argv: list[str] | None = None) -> int:
     if shown.empty:
         ap.error(f"--only {args.only!r}: no cell of {args.run} matches it")
     t0 = time.perf_counter()
-    table = compare(shown, host, go, args.reps, set(fit_cells.cell))
+    not_judged = set(fit_cells.cell)
+    if args.cpu_scale == "fit":
+        scale = fit_cpu_scale(cells, blocks, host, go)
+        print(scale.summary())
+        go, not_judged = scaled(go, scale.factor), not_judged | scale.cells
+    table = compare(shown, host, go, args.reps, not_judged)
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
     report(table, verdict)
     print_spreads(shown, blocks, host, go)
     print(f"(simulated in {time.perf_counter() - t0:.0f} s)")
     if args.repeat:
-        repeatability(args.run, shown, args.repeat, table, set(fit_cells.cell),
+        repeatability(args.run, shown, args.repeat, table, not_judged,
                       dict(zip(cells.cell, cells["size"].astype(int))))
     return 0
 

@@ -6,13 +6,14 @@ go-batcher v1.1.0 and v2.0.6, 1480 blocks planned, about 45 s: a v1 cell whose b
 the phase of the cycle it meets runs 100 blocks, each after an idle spell that gives it a
 random phase, ``validate/gobatcher/run.go``, ``idleBefore``; a cell whose median block time
 is not known to 15 % after its planned blocks gets more, up to 60, ``runGrid``); the model
--- the fitted costs of ``models/gobatcher-loopback.toml``, the timers of
-``models/host-loopback.toml`` and the run's own probes for the host's stalls and wake-ups --
-predicts every cell, and the issue's figures
-are checked: median block time within 15 % on >= 90 % of the cells (none of the small
-grid's cells is a fit cell) and none beyond 1.5x, drain mode's batch composition at
-N = 16 and 64 within 20 points, the GOMAXPROCS 1 : 2 ratio within 15 %. The measured and
-predicted table is printed (``-s``).
+-- the measured costs of ``models/gobatcher-loopback.toml``, scaled by the host's CPU against
+the machine they were measured on (fitted on the run's two cycle cells, GOMAXPROCS 1 drain
+mode at N = 16 and 64, ``fit_cpu_scale``), the timers of ``models/host-loopback.toml`` and
+the run's own probes for the host's stalls and wake-ups -- predicts every other cell, and the
+issue's figures are checked: median block time within 15 % on >= 90 % of the cells (none of
+the small grid's cells is a fit cell of the costs) and none beyond 1.5x, drain mode's batch
+composition at N = 16 and 64 within 20 points, the GOMAXPROCS 1 : 2 ratio within 15 %. The
+measured and predicted table is printed (``-s``).
 
 Without a Go toolchain, or without the Go module proxy (go-batcher and its dependencies are
 fetched on the first build), the tests skip and say which.
@@ -39,12 +40,15 @@ from validate.calibrate_gobatcher import (
     cells_of,
     compare,
     covers,
+    fit_cpu_scale,
     go_from_file,
     host_from_probes,
+    is_cycle_cell,
     is_fit_cell,
     judge,
     load_run,
     report,
+    scaled,
     speed_ratio_from,
 )
 
@@ -88,7 +92,11 @@ def judged(small_run):
     cells = cells_of(blocks)
     host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
     go = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
-    table = compare(cells, host, go, reps=100)
+    # the host's CPU against the costs' machine, fitted on this run's cycle cells (the
+    # GOMAXPROCS 1 drain cells of 64 pool slots at N = 16 and 64), which are then not judged
+    scale = fit_cpu_scale(cells, blocks, host, go)
+    print("\n" + scale.summary())
+    table = compare(cells, host, scaled(go, scale.factor), reps=100, fitted=scale.cells)
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
     report(table, verdict, out=sys.stdout)
     return cells, table, verdict
@@ -156,7 +164,11 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # README.md, "A second machine of the same kind") three small grids read 85.5-90.3 %,
 # worst 1.50-1.90x, ratio 81-87 %, 3-5 composition cells off: drain mode at GOMAXPROCS 2
 # collapses sooner there, as the real runs of the full grid on the two machines do against
-# each other (worst 3.04x). Measured in this job, so not strict.
+# each other (worst 3.04x). That VM's CPU is another generation (family 25 against 26), one
+# transaction's cycle 1.3-1.5x the costs' model's: with every cost scaled by that factor,
+# fitted on each run's two cycle cells (fit_cpu_scale, the fixture above), the three read
+# 88.3-91.7 %, worst 1.42-1.86x, ratio 86-90 %, 3-4 composition cells off (data/README.md,
+# "The host's CPU against the costs' machine"). Measured in this job, so not strict.
 SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode at "
                           "GOMAXPROCS 2 collapses into a few large flushes is not yet "
                           "predicted per cell (see comment)")
@@ -526,6 +538,37 @@ def test_cells_whose_real_median_moves_between_machines_are_predicted_inside_its
     assert (factor <= 1.15).all(), factor
     # against full13 alone the same predictions are up to 4x off
     assert (np.maximum(table.ratio, 1 / table.ratio) > 1.5).any()
+
+
+def test_the_host_cpu_scale_fitted_on_the_cycle_cells_predicts_the_other_machine_s_cells():
+    # The same harness on two VMs of the same kind but another CPU family (AMD EPYC family
+    # 26 on 2026-12-06, full12; family 25 on 2026-12-07, full13) read one transaction's
+    # cycle at GOMAXPROCS 1 (the cycle cells' median gap between flush starts) at 3.70 and
+    # 5.05 us, where the costs' model reads 3.64: one factor on every cost, fitted on those
+    # eight cells of the judged run, is the host's speed (data/README.md, "The host's CPU
+    # against the costs' machine"). Predicted with it, not fitted: the drain-off cells of
+    # N = 2856 with a sleep flush, whose block time is mostly the client's CPU (spawns,
+    # Puts, receives, completions); on full13 94.6 % within 15 % with it (x1.39), 82.1 %
+    # without (5 runs a cell; 56 cells); the whole grid 96.9 % / 3.59x against 92.3 % /
+    # 4.14x, and full12's 97.3 % / 1.47x against 97.2 % / 1.48x (100 runs a cell).
+    go = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
+    factors = {}
+    for name in ("full12", "full13"):
+        blocks, probes = load_run(HARNESS / "data" / name)
+        cells = cells_of(blocks)
+        host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", probes, blocks)
+        scale = fit_cpu_scale(cells, blocks, host, go)
+        assert len(scale.rows) == 8 and scale.cells.isdisjoint(
+            cells[~cells.apply(is_cycle_cell, axis=1)].cell)
+        factors[name] = scale.factor
+    assert 0.9 <= factors["full12"] <= 1.1 and 1.25 <= factors["full13"] <= 1.6, factors
+    heavy = cells[cells.cell.str.contains(r"/timer/.*/n2856/k3/sleep")]
+    assert len(heavy) >= 50
+    within = {}
+    for label, model in (("scaled", scaled(go, factors["full13"])), ("as measured", go)):
+        ratio = compare(heavy, host, model, reps=5).ratio
+        within[label] = float((abs(ratio - 1) <= 0.15).mean())
+    assert within["scaled"] >= 0.90 and within["as measured"] < within["scaled"] - 0.05, within
 
 
 def test_sysmon_strands_flush_goroutines_as_often_as_the_harness_saw_at_gomaxprocs_2():
