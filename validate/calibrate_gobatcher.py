@@ -1067,28 +1067,41 @@ def costs_from_profile(runs: Sequence[Path], go: GoConfig, host: HostConfig
 
 def write_model(path: Path, go: GoConfig, fitted: dict[str, float], costs_file: Path,
                 run: Path, fit_cells: list[str], command: str,
-                measured: dict[str, str] | None = None) -> None:
+                measured: dict[str, str] | None = None, scale: CpuScale | None = None) -> None:
     """The fitted ``[go]`` model: every cost, each fitted one marked, each one measured
-    apart from the micro-benchmarks (``measured``: name -> where) marked with its source."""
+    apart from the micro-benchmarks (``measured``: name -> where) marked with its source.
+    With ``scale``, ``go`` is ``costs_file``'s model scaled to ``run``'s machine
+    (:func:`fit_cpu_scale`), and the provenance is that machine's (``run.toml``)."""
     measured = measured or {}
     base = tomllib.loads(costs_file.read_text())
     made = [f"{', '.join(measured)} measured apart (each marked where)"] if measured else []
     made += [f"{', '.join(fitted)} fitted on harness cells"] if fitted else []
-    lines = ["# Go runtime costs for simbatch's [go] section: the micro-benchmarks of",
+    if scale is not None:
+        made += [f"every cost scaled x{scale.factor:.3f} to the machine of\n# {run}, fitted "
+                 f"on its {len(scale.rows)} cycle cells"]
+    source = "the micro-benchmarks of" if scale is None else "the costs of"
+    lines = [f"# Go runtime costs for simbatch's [go] section: {source}",
              f"# {costs_file.name}, with {' and '.join(made) or 'nothing else'}, by",
              "# validate/calibrate_gobatcher.py. Do not edit by hand: re-run the command below.",
              "", "[provenance]"]
     prov = base.get("provenance", {})
+    if scale is not None:
+        measured_run = tomllib.loads((run / "run.toml").read_text())
+        prov = measured_run | {"measured_on": measured_run.get("started", "")}
     for key in ("go", "cpus", "cpu", "measured_on"):
         if key in prov:
             lines.append(f"{key} = {prov[key]!r}".replace("'", '"'))
     lines += [f'costs_from = "{costs_file.name}"', f'run = "{run}"',
-              f"fitted_cells = {len(fit_cells)}",
-              f'made_at = "{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}"',
+              f"fitted_cells = {len(fit_cells)}"]
+    if scale is not None:
+        lines += [f"cpu_scale = {scale.factor:.4f} # fit_cpu_scale on: "
+                  + ", ".join(sorted(scale.cells))]
+    lines += [f'made_at = "{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}"',
               f'command = "{command}"', "", "[go]"]
     for name in COSTS:
         note = (" # fitted" if name in fitted
-                else f" # measured: {measured[name]}" if name in measured else "")
+                else f" # measured: {measured[name]}" if name in measured
+                else f" # {costs_file.name} x cpu_scale" if scale is not None else "")
         lines.append(f"{name} = {getattr(go, name):.1f}{note}")
     lines.append(f"lock_sleep = {go.lock_sleep:.2f} # measured: lock2's contended acquisitions "
                  "of the item channel (validate/gobatcher/data/README.md, the channel's lock)")
@@ -1106,7 +1119,8 @@ def main(argv: list[str] | None = None) -> int:
                          "micro-benchmarks, the first to measure it)")
     ap.add_argument("--go", type=Path, default=None,
                     help="a models/ file to judge instead of making one (--profile and --fit "
-                         "ignored)")
+                         "ignored); with --out, that model scaled to the run's machine "
+                         "(--cpu-scale) is written there")
     ap.add_argument("--profile", type=Path, nargs="+", default=None, metavar="DIR",
                     help="measure PROFILED costs from the harness's CPU profiles of the runs "
                          "in DIR... (each: cpu.prof, run.toml, blocks.csv)")
@@ -1226,6 +1240,14 @@ def main(argv: list[str] | None = None) -> int:
         scale = fit_cpu_scale(cells, blocks, host, go)
         print(scale.summary())
         go, not_judged = scaled(go, scale.factor), not_judged | scale.cells
+        if args.go is not None and args.out is not None:
+            write_model(args.out, go, {}, args.go, args.run, [], " ".join(
+                ["python -m validate.calibrate_gobatcher", *(argv or sys.argv[1:])]),
+                scale=scale)
+            print(f"wrote {args.out}: {args.go} scaled to the machine of {args.run}")
+    elif args.go is not None and args.out is not None:
+        ap.error("--out with --go writes that model scaled to the run's machine, which "
+                 "--cpu-scale off leaves out: drop one of them")
     table = compare(shown, host, go, args.reps, not_judged)
     verdict = judge(table, size_of=dict(zip(cells.cell, cells["size"].astype(int))))
     report(table, verdict)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simbatch.batching.gocpu import COSTS
 from validate.calibrate_gobatcher import (
     FIT_COSTS,
     HARNESS,
@@ -627,6 +628,38 @@ def test_a_run_directory_without_blocks_is_refused_by_name(tmp_path, capsys, arg
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert f"{args[-2]} {missing}: no blocks.csv" in err and "Traceback" not in err
+
+
+def test_the_model_scaled_to_a_run_s_machine_is_written_and_reads_back_at_its_speed(tmp_path,
+                                                                                   capsys):
+    # --go MODEL --out FILE: the model scaled to the run's machine (fit_cpu_scale on its
+    # cycle cells), the way a user calibrates the engine to theirs from a small grid;
+    # small-1207/a is this project's second machine (x1.46 against the shipped costs)
+    from validate.calibrate_gobatcher import main
+
+    run = HARNESS / "data" / "small-1207" / "a"
+    shipped = ROOT / "models" / "gobatcher-loopback.toml"
+    out = tmp_path / "gobatcher-mine.toml"
+    one = "p1/v2.0.6/s4096-t5ms/timer/mc64/all/n16/k3/sleep500us"
+    assert main(["--run", str(run), "--go", str(shipped), "--out", str(out),
+                 "--only", one, "--reps", "3"]) == 0
+    written = tomllib.loads(out.read_text())
+    factor = written["provenance"]["cpu_scale"]
+    assert 1.3 <= factor <= 1.6 and written["provenance"]["run"] == str(run)
+    base, mine = go_from_file(shipped), go_from_file(out)
+    for name in COSTS:
+        assert getattr(mine, name) == pytest.approx(getattr(base, name) * factor, abs=0.06)
+    # judged on the same run, the written model needs no more scaling
+    capsys.readouterr()
+    assert main(["--run", str(run), "--go", str(out), "--only", one, "--reps", "3"]) == 0
+    again = re.search(r"host CPU scale: x([0-9.]+)", capsys.readouterr().out)
+    assert again is not None and float(again.group(1)) == pytest.approx(1.0, abs=0.03)
+    # writing it needs the scale
+    with pytest.raises(SystemExit) as exit_:
+        main(["--run", str(run), "--go", str(shipped), "--out", str(out), "--cpu-scale",
+              "off", "--only", one])
+    assert exit_.value.code == 2
+    assert "--out with --go" in capsys.readouterr().err
 
 
 def test_a_cell_selection_that_matches_nothing_is_refused_by_name(capsys):
