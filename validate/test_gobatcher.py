@@ -169,7 +169,13 @@ def test_no_small_grid_cell_is_a_fit_cell(judged):
 # transaction's cycle 1.3-1.5x the costs' model's: with every cost scaled by that factor,
 # fitted on each run's two cycle cells (fit_cpu_scale, the fixture above), the three read
 # 88.3-91.7 %, worst 1.42-1.86x, ratio 86-90 %, 3-4 composition cells off (data/README.md,
-# "The host's CPU against the costs' machine"). Measured in this job, so not strict.
+# "The host's CPU against the costs' machine"); CI 130 (the first fresh-clone run with it)
+# met the median and ratio tests. The full grids so, the shipped model: full11 97.6 %
+# within 15 %, worst 1.48x, 3 of 24 composition cells off, ratio 96 %; full12 97.3 %,
+# 1.47x, 2, 98 %; full13 96.9 %, 3.59x, 2, 95 % (unscaled 92.3 %, 4.14x, 5), and against
+# the range of the three runs' medians 98.6 %, none beyond 1.5x (worst 1.49x), where
+# full12's and full11's real blocks judged against full13 read 94.3 and 92.6 %, worst 3.04
+# and 4.64x. Measured in this job, so not strict.
 SHORT = pytest.mark.xfail(strict=False, reason="issue 11 open: how often drain mode at "
                           "GOMAXPROCS 2 collapses into a few large flushes is not yet "
                           "predicted per cell (see comment)")
