@@ -283,10 +283,11 @@ def fit_cpu_scale(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, g
     hand-off, all CPU, on one processor) over the model's (``reps`` simulated blocks).
 
     Why: the same harness on two VMs of the same kind (2 vCPUs, AMD EPYC) but another CPU
-    family read that cycle at 3.0-4.5 us (family 26, 2026-12-06) and 4.5-6.9 us (family 25,
-    2026-12-07); the costs' model reads 3.5-3.8 (``validate/gobatcher/data/README.md``, "The
-    host's CPU against the costs' machine"). One factor on every cost, fitted on a stated
-    subset of the judged run, is the host's speed; nothing else moves."""
+    family read that cycle at 3.1-4.8 us per cell (family 26, 2026-12-06) and 4.5-6.9 us
+    (family 25, 2026-12-07); the costs' model reads 3.5-3.8
+    (``validate/gobatcher/data/README.md``, "The host's CPU against the costs' machine").
+    One factor on every cost, fitted on a stated subset of the judged run, is the host's
+    speed; nothing else moves."""
     measured = blocks.dropna(subset=["cycle_gap_us"]) if "cycle_gap_us" in blocks else \
         blocks.iloc[0:0]
     meas = measured.groupby("cell").cycle_gap_us.median()
