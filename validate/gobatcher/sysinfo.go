@@ -110,10 +110,18 @@ func cpuModel() string {
 	if err != nil {
 		return "unknown"
 	}
+	return cpuModelFrom(string(b))
+}
+
+// cpuModelFrom is cpuModel on the text of /proc/cpuinfo: its first processor's block.
+func cpuModelFrom(cpuinfo string) string {
 	fields := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if line == "" {
-			break // the first processor's block only
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		if strings.TrimSpace(line) == "" {
+			if len(fields) > 0 {
+				break // the first processor's block only
+			}
+			continue
 		}
 		if k, v, ok := strings.Cut(line, ":"); ok {
 			if k = strings.TrimSpace(k); fields[k] == "" {

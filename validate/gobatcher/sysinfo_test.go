@@ -26,6 +26,23 @@ func TestSplitWaitsTellsTheWakerFromTheWokenThread(t *testing.T) {
 	}
 }
 
+func TestCpuModelNamesTheFirstProcessorsFamilyAndModel(t *testing.T) {
+	// two VMs sold as "AMD EPYC" came on CPU families 25 and 26 (data/README.md, "The
+	// host's CPU against the costs' machine"): the run files must tell them apart
+	info := "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n" +
+		"model name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\ncpu family\t: 26\n" +
+		"model\t\t: 2\nmodel name\t: other\n"
+	if got, want := cpuModelFrom(info), "AMD EPYC (family 25, model 1)"; got != want {
+		t.Errorf("cpuModelFrom = %q, want %q", got, want)
+	}
+	if got := cpuModelFrom("processor\t: 0\nmodel name\t: ARM thing\n"); got != "ARM thing" {
+		t.Errorf("without family and model numbers: %q, want the name alone", got)
+	}
+	if got := cpuModelFrom(""); got != "unknown" {
+		t.Errorf("empty cpuinfo: %q, want unknown", got)
+	}
+}
+
 func TestGcFlagNamesEveryMode(t *testing.T) {
 	for _, mode := range []string{"between", "block", "release", "go"} {
 		o := options{gc: mode, procs: []int{1, 2}, grid: "small"}
