@@ -232,17 +232,30 @@ def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int
     ``reps`` simulated blocks of each cycle cell and spin cell (NaN where none)."""
     cycle, flush = [], []
     for cell in cells.itertuples():
-        if not (is_cycle_cell(cell) or is_spin_cell(cell)):
-            continue
-        for r in range(reps):
-            run = simulate(case_for(cell, host, go), replication_seed(seed, r))
-            start = np.frombuffer(run.recorder.batch_start) * 1e6
-            if is_cycle_cell(cell) and len(start) == int(cell.n_tx):
-                cycle.append(spread(np.diff(np.sort(start))))
-            elif is_spin_cell(cell) and len(start) >= SPREAD_MIN_TX:
-                flush.append(spread(np.frombuffer(run.recorder.batch_done_at) * 1e6 - start))
+        if is_cycle_cell(cell):
+            cycle += [spread(gaps) for gaps in model_cycle_gaps(cell, host, go, reps, seed)]
+        elif is_spin_cell(cell):
+            for r in range(reps):
+                run = simulate(case_for(cell, host, go), replication_seed(seed, r))
+                start = np.frombuffer(run.recorder.batch_start) * 1e6
+                if len(start) >= SPREAD_MIN_TX:
+                    flush.append(spread(np.frombuffer(run.recorder.batch_done_at) * 1e6
+                                        - start))
     return (float(np.median(cycle)) if cycle else math.nan,
             float(np.median(flush)) if flush else math.nan)
+
+
+def model_cycle_gaps(cell: Any, host: HostConfig, go: GoConfig, reps: int,
+                     seed: int = 1) -> list[np.ndarray]:
+    """The gaps (us) between flush starts in each of ``reps`` simulated blocks of the cycle
+    cell ``cell`` that made one flush per transaction (:func:`is_cycle_cell`)."""
+    out = []
+    for r in range(reps):
+        run = simulate(case_for(cell, host, go), replication_seed(seed, r))
+        start = np.frombuffer(run.recorder.batch_start) * 1e6
+        if len(start) == int(cell.n_tx):
+            out.append(np.diff(np.sort(start)))
+    return out
 
 
 def scaled(go: GoConfig, factor: float) -> GoConfig:
@@ -293,12 +306,7 @@ def fit_cpu_scale(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, g
     meas = measured.groupby("cell").cycle_gap_us.median()
     rows = []
     for cell in cells[cells.cell.isin(meas.index)].itertuples():
-        gaps = []
-        for r in range(reps):
-            run = simulate(case_for(cell, host, go), replication_seed(seed, r))
-            start = np.sort(np.frombuffer(run.recorder.batch_start)) * 1e6
-            if len(start) == int(cell.n_tx):
-                gaps.append(float(np.median(np.diff(start))))
+        gaps = [float(np.median(g)) for g in model_cycle_gaps(cell, host, go, reps, seed)]
         if gaps:
             model = float(np.median(gaps))
             rows.append({"cell": cell.cell, "meas_us": float(meas[cell.cell]),
@@ -1149,6 +1157,7 @@ def main(argv: list[str] | None = None) -> int:
                          "one flush per transaction (is_cycle_cell) instead of taking the "
                          "host file's")
     args = ap.parse_args(argv)
+    command = " ".join(["python -m validate.calibrate_gobatcher", *(argv or sys.argv[1:])])
     for option, run in (("--run", args.run), *(("--repeat", r) for r in args.repeat)):
         for table in ("blocks", "flushes"):
             if not any((run / name).exists() for name in (f"{table}.csv", f"{table}.csv.gz")):
@@ -1230,8 +1239,7 @@ def main(argv: list[str] | None = None) -> int:
             fit_cells = fit_cells.iloc[0:0]
         if args.out is not None:
             write_model(args.out, go, fitted, args.costs, args.run, list(fit_cells.cell),
-                        " ".join(["python -m validate.calibrate_gobatcher",
-                                  *(argv or sys.argv[1:])]), measured)
+                        command, measured)
     shown = cells[cells.cell.str.contains(args.only)] if args.only else cells
     if shown.empty:
         ap.error(f"--only {args.only!r}: no cell of {args.run} matches it")
@@ -1242,9 +1250,7 @@ def main(argv: list[str] | None = None) -> int:
         print(scale.summary())
         go, not_judged = scaled(go, scale.factor), not_judged | scale.cells
         if args.go is not None and args.out is not None:
-            write_model(args.out, go, {}, args.go, args.run, [], " ".join(
-                ["python -m validate.calibrate_gobatcher", *(argv or sys.argv[1:])]),
-                scale=scale)
+            write_model(args.out, go, {}, args.go, args.run, [], command, scale=scale)
             print(f"wrote {args.out}: {args.go} scaled to the machine of {args.run}")
     elif args.go is not None and args.out is not None:
         ap.error("--out with --go writes that model scaled to the run's machine, which "
