@@ -437,8 +437,19 @@ def packed_host(cell: Any, host: HostConfig, rep: int) -> HostConfig:
 
 
 # ------------------------------------------------------------------ cells as cases
+def as_cell(cell: Any) -> Any:
+    """A cell as its fields by name: a row of :func:`cells_of`'s frame taken with
+    ``itertuples`` is one already; one taken with ``iloc`` or ``iterrows`` (a ``Series``)
+    is made one, since there ``cell.size`` is the number of the row's fields, not the
+    batcher's size (a 4,096-item batcher simulated as a 21-item one, silently)."""
+    if isinstance(cell, pd.Series):
+        return cell.to_frame().T.itertuples(index=False).__next__()
+    return cell
+
+
 def case_for(cell: Any, host: HostConfig, go: GoConfig) -> Case:
-    """The simbatch case of a harness cell."""
+    """The simbatch case of a harness cell (a row of :func:`cells_of`, see :func:`as_cell`)."""
+    cell = as_cell(cell)
     n = int(cell.n_tx)
     if cell.fanout == "seq":
         workload = BlockWorkload(n_transactions=n, inputs_per_tx=int(cell.inputs_per_tx))

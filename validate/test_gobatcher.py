@@ -398,6 +398,21 @@ def test_each_simulated_run_is_packed_as_long_as_its_measured_block_waited():
     assert (cells_of(load_run(RECORDED)[0]).runq_waits.str.len() == 0).all()
 
 
+def test_a_cell_taken_as_a_pandas_row_is_simulated_with_its_own_batcher_size():
+    # cells.iloc[i] (a Series, as in a notebook) has .size = its number of fields (21), not
+    # the size column: taken at face value it simulated a 4,096-item batcher as a 21-item one
+    from validate.calibrate_gobatcher import case_for
+
+    cells = cells_of(load_run(RECORDED)[0])
+    host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", None)
+    go = go_from_file(ROOT / "models" / "gobatcher-loopback.toml")
+    big = cells[cells["size"] == 4096].index[0]
+    row, tup = cells.loc[big], next(cells.loc[[big]].itertuples())
+    assert row.size != 4096                                  # the trap itself
+    assert case_for(row, host, go) == case_for(tup, host, go)
+    assert case_for(row, host, go).batcher.size == 4096
+
+
 def test_the_judge_takes_a_selection_without_drain_composition_cells():
     # `--only` may leave no drain, cap = all cell: the composition check has nothing to say
     table = pd.DataFrame([{"cell": f"p{p}/v2.0.6/s100-t10ms/timer/mc0/all/n16/k3/sleep500us",
