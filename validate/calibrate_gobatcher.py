@@ -443,7 +443,7 @@ def as_cell(cell: Any) -> Any:
     is made one, since there ``cell.size`` is the number of the row's fields, not the
     batcher's size (a 4,096-item batcher simulated as a 21-item one, silently)."""
     if isinstance(cell, pd.Series):
-        return cell.to_frame().T.itertuples(index=False).__next__()
+        return next(cell.to_frame().T.itertuples(index=False))
     return cell
 
 
