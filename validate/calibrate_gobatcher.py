@@ -116,8 +116,8 @@ def load_run(run: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(blocks, probes) of a harness run directory (probes ``None`` if it has none); each
     block with ``first_flush_s``, when its first flush started, ``longest_flush_s``, its
     longest flush (both NaN where the run kept no flush rows for it), and ``speed_ratio``
-    (:func:`speed_ratio_from`; NaN where it cannot be told), ``cycle_spread`` and
-    ``flush_spread`` (:func:`spreads_from`)."""
+    (:func:`speed_ratio_from`; NaN where it cannot be told), and the figures of
+    :func:`spreads_from`."""
     blocks = read_csv(run / "blocks.csv")
     flushes = read_csv(run / "flushes.csv")
     first = flushes.groupby(["cell_no", "rep"]).start_us.min().rename("first_flush_s") / 1e6
@@ -208,7 +208,10 @@ def spreads_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.DataFrame:
     between flush starts in a block of :func:`is_cycle_cell` that made one flush per
     transaction, ``cycle_gap_us``, their median (one transaction's cycle), and
     ``flush_spread``, the spread of the flush durations in a block of
-    :func:`is_spin_cell` with at least ``SPREAD_MIN_TX`` flushes (NaN elsewhere)."""
+    :func:`is_spin_cell` with at least ``SPREAD_MIN_TX`` flushes, and ``after_flush_p50_us``
+    / ``after_flush_p90_us``, the median and 90th percentile of the gaps from one flush's end
+    to the next one's start in such a block in drain mode that made one flush per transaction
+    (:func:`after_flush_gaps`; NaN elsewhere)."""
     cycle = blocks[blocks.apply(is_cycle_cell, axis=1) & (blocks.n_flushes == blocks.n_tx)]
     spin = blocks[blocks.apply(is_spin_cell, axis=1) & (blocks.n_flushes >= SPREAD_MIN_TX)]
     out: dict[tuple[int, int], dict[str, float]] = {}
@@ -217,20 +220,41 @@ def spreads_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.DataFrame:
         gaps = np.diff(np.sort(g.start_us.to_numpy(float)))
         out.setdefault(key, {})["cycle_spread"] = spread(gaps)
         out[key]["cycle_gap_us"] = float(np.median(gaps))
+    serial = spin[spin.drain.astype(bool) & (spin.n_flushes == spin.n_tx)][keys]
+    serial_keys = set(map(tuple, serial.to_numpy().tolist()))
     for key, g in flushes.merge(spin[keys], on=keys).groupby(keys):
         out.setdefault(key, {})["flush_spread"] = spread(g.end_us - g.start_us)
-    frame = pd.DataFrame.from_dict(out, orient="index",
-                                   columns=["cycle_spread", "cycle_gap_us", "flush_spread"])
+        if key in serial_keys:
+            after = after_flush_gaps(g.start_us.to_numpy(float), g.end_us.to_numpy(float))
+            if len(after):
+                out[key]["after_flush_p50_us"] = float(np.percentile(after, 50))
+                out[key]["after_flush_p90_us"] = float(np.percentile(after, 90))
+    frame = pd.DataFrame.from_dict(out, orient="index", columns=[
+        "cycle_spread", "cycle_gap_us", "flush_spread", "after_flush_p50_us",
+        "after_flush_p90_us"])
     frame.index = pd.MultiIndex.from_tuples(list(out), names=keys) if out else \
         pd.MultiIndex.from_arrays([[], []], names=keys)
     return frame
 
 
+def after_flush_gaps(start_us: np.ndarray, end_us: np.ndarray) -> np.ndarray:
+    """The gaps (us) from each flush's end to the next flush's start, flushes taken in order
+    of start, where the next starts after the end (one processor: a flush stranded by
+    ``sysmon`` overlaps the next and gives none). In a block of one flush per transaction
+    with a CPU-burning flush at GOMAXPROCS 1 a gap is one transaction's exit, the next one's
+    Puts, the worker's drain and hand-off, right after 500 us of other work: it runs colder
+    than the cycle cells' (data/README.md, "The pool-4 spin cells at GOMAXPROCS 2")."""
+    order = np.argsort(start_us, kind="stable")
+    gaps = start_us[order][1:] - end_us[order][:-1]
+    return gaps[gaps >= 0]
+
+
 def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
-                  seed: int = 1) -> tuple[float, float]:
-    """The model's medians of the same spreads as :func:`spreads_from` measures, over
-    ``reps`` simulated blocks of each cycle cell and spin cell (NaN where none)."""
-    cycle, flush = [], []
+                  seed: int = 1) -> tuple[float, float, float, float]:
+    """The model's medians of the same figures as :func:`spreads_from` measures, over
+    ``reps`` simulated blocks of each cycle cell and spin cell (NaN where none): the cycle
+    spread, the flush spread, and the median and 90th percentile of the gaps after a flush."""
+    cycle, flush, after50, after90 = [], [], [], []
     for cell in cells.itertuples():
         if is_cycle_cell(cell):
             cycle += [spread(gaps) for gaps in model_cycle_gaps(cell, host, go, reps, seed)]
@@ -238,11 +262,18 @@ def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int
             for r in range(reps):
                 run = simulate(case_for(cell, host, go), replication_seed(seed, r))
                 start = np.frombuffer(run.recorder.batch_start) * 1e6
+                end = np.frombuffer(run.recorder.batch_done_at) * 1e6
                 if len(start) >= SPREAD_MIN_TX:
-                    flush.append(spread(np.frombuffer(run.recorder.batch_done_at) * 1e6
-                                        - start))
-    return (float(np.median(cycle)) if cycle else math.nan,
-            float(np.median(flush)) if flush else math.nan)
+                    flush.append(spread(end - start))
+                if bool(cell.drain) and len(start) == int(cell.n_tx) >= SPREAD_MIN_TX:
+                    after = after_flush_gaps(start, end)
+                    if len(after):
+                        after50.append(float(np.percentile(after, 50)))
+                        after90.append(float(np.percentile(after, 90)))
+    def median(v: list[float]) -> float:
+        return float(np.median(v)) if v else math.nan
+
+    return median(cycle), median(flush), median(after50), median(after90)
 
 
 def model_cycle_gaps(cell: Any, host: HostConfig, go: GoConfig, reps: int,
@@ -1281,7 +1312,7 @@ def print_spreads(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, g
                   reps: int = 3, out=sys.stdout) -> None:
     """The CPU noise's two figures, measured beside the model's (``cpu_noise_ns``): the
     cycle spread (what it is fitted on) and the spin flushes' spread (predicted)."""
-    cycle, flush = model_spreads(cells, host, go, reps)
+    cycle, flush, after50, after90 = model_spreads(cells, host, go, reps)
     blocks = blocks[blocks.cell.isin(cells.cell)]          # the cells shown (--only)
     for name, column, pred in (("cycle", "cycle_spread", cycle), ("spin flush", "flush_spread",
                                                                     flush)):
@@ -1290,6 +1321,14 @@ def print_spreads(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, g
             print(f"GOMAXPROCS 1 {name} spread (IQR / median), {len(meas)} blocks: measured "
                   f"{meas.median():.3f}, predicted {pred:.3f} (cpu_noise_ns = "
                   f"{host.cpu_noise_ns:g})", file=out)
+    meas = blocks[["after_flush_p50_us", "after_flush_p90_us"]].dropna() \
+        if "after_flush_p50_us" in blocks else pd.DataFrame()
+    if len(meas) and after50 == after50:
+        print(f"GOMAXPROCS 1 drain spin, the gap from a flush's end to the next's start "
+              f"(median / 90th percentile of a block), {len(meas)} blocks: measured "
+              f"{meas.after_flush_p50_us.median():.1f} / {meas.after_flush_p90_us.median():.1f}"
+              f" us, predicted {after50:.1f} / {after90:.1f} (the work after a CPU-bound flush "
+              f"runs cold, which the model does not draw: data/README.md)", file=out)
 
 
 def repeatability(run: Path, cells: pd.DataFrame, others: list[Path], table: pd.DataFrame,

@@ -759,6 +759,18 @@ def test_spreads_are_taken_from_serial_cycle_blocks_and_spin_flushes_only():
     assert (1, 1) not in out.index
     assert out.loc[(2, 0), "flush_spread"] == pytest.approx(5.0 / 500.0)   # 497.5-502.5
     assert np.isnan(out.loc[(2, 0), "cycle_spread"])
+    # after each spin flush, the gap to the next one's start: 600 us apart, 490-510 long
+    assert out.loc[(2, 0), "after_flush_p50_us"] == pytest.approx(100.0)
+    assert out.loc[(2, 0), "after_flush_p90_us"] == pytest.approx(110.0)
+    assert np.isnan(out.loc[(1, 0), "after_flush_p50_us"])             # a sleep flush: none
+
+
+def test_a_flush_stranded_over_the_next_gives_no_gap_after_it():
+    from validate.calibrate_gobatcher import after_flush_gaps
+
+    start = np.array([700.0, 0.0, 100.0])          # any order: taken by start
+    end = np.array([1200.0, 650.0, 600.0])         # the first overlaps the second
+    assert after_flush_gaps(start, end).tolist() == [100.0]
 
 
 def test_the_cpu_noise_fitted_on_drain_cycles_predicts_the_spread_of_spin_flushes():
@@ -775,7 +787,7 @@ def test_the_cpu_noise_fitted_on_drain_cycles_predicts_the_spread_of_spin_flushe
     assert host.cpu_noise_ns == 83.5
     chosen = cells[cells.apply(is_cycle_cell, axis=1)
                    | (cells.apply(is_spin_cell, axis=1) & (cells.n_tx.astype(int) <= 64))]
-    cycle, flush = model_spreads(chosen, host, go, reps=3)
+    cycle, flush, *_ = model_spreads(chosen, host, go, reps=3)
     meas_cycle = blocks.cycle_spread.median()
     meas_flush = blocks.flush_spread.median()
     assert meas_cycle == pytest.approx(0.20, abs=0.01)
