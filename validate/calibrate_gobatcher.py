@@ -270,6 +270,7 @@ def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int
                     if len(after):
                         after50.append(float(np.percentile(after, 50)))
                         after90.append(float(np.percentile(after, 90)))
+
     def median(v: list[float]) -> float:
         return float(np.median(v)) if v else math.nan
 
@@ -1311,7 +1312,8 @@ def main(argv: list[str] | None = None) -> int:
 def print_spreads(cells: pd.DataFrame, blocks: pd.DataFrame, host: HostConfig, go: GoConfig,
                   reps: int = 3, out=sys.stdout) -> None:
     """The CPU noise's two figures, measured beside the model's (``cpu_noise_ns``): the
-    cycle spread (what it is fitted on) and the spin flushes' spread (predicted)."""
+    cycle spread (what it is fitted on) and the spin flushes' spread (predicted); then the
+    gap after a spin flush (:func:`after_flush_gaps`), which runs colder than the model's."""
     cycle, flush, after50, after90 = model_spreads(cells, host, go, reps)
     blocks = blocks[blocks.cell.isin(cells.cell)]          # the cells shown (--only)
     for name, column, pred in (("cycle", "cycle_spread", cycle), ("spin flush", "flush_spread",
