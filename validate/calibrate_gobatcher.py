@@ -225,10 +225,9 @@ def spreads_from(blocks: pd.DataFrame, flushes: pd.DataFrame) -> pd.DataFrame:
     for key, g in flushes.merge(spin[keys], on=keys).groupby(keys):
         out.setdefault(key, {})["flush_spread"] = spread(g.end_us - g.start_us)
         if key in serial_keys:
-            after = after_flush_gaps(g.start_us.to_numpy(float), g.end_us.to_numpy(float))
-            if len(after):
-                out[key]["after_flush_p50_us"] = float(np.percentile(after, 50))
-                out[key]["after_flush_p90_us"] = float(np.percentile(after, 90))
+            after = after_flush_quantiles(g.start_us.to_numpy(float), g.end_us.to_numpy(float))
+            if after is not None:
+                out[key]["after_flush_p50_us"], out[key]["after_flush_p90_us"] = after
     frame = pd.DataFrame.from_dict(out, orient="index", columns=[
         "cycle_spread", "cycle_gap_us", "flush_spread", "after_flush_p50_us",
         "after_flush_p90_us"])
@@ -249,6 +248,16 @@ def after_flush_gaps(start_us: np.ndarray, end_us: np.ndarray) -> np.ndarray:
     return gaps[gaps >= 0]
 
 
+def after_flush_quantiles(start_us: np.ndarray, end_us: np.ndarray
+                          ) -> tuple[float, float] | None:
+    """The median and 90th percentile of a block's :func:`after_flush_gaps` (None if none),
+    the same on the measured and the simulated side."""
+    gaps = after_flush_gaps(start_us, end_us)
+    if not len(gaps):
+        return None
+    return float(np.percentile(gaps, 50)), float(np.percentile(gaps, 90))
+
+
 def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int,
                   seed: int = 1) -> tuple[float, float, float, float]:
     """The model's medians of the same figures as :func:`spreads_from` measures, over
@@ -266,10 +275,10 @@ def model_spreads(cells: pd.DataFrame, host: HostConfig, go: GoConfig, reps: int
                 if len(start) >= SPREAD_MIN_TX:
                     flush.append(spread(end - start))
                 if bool(cell.drain) and len(start) == int(cell.n_tx) >= SPREAD_MIN_TX:
-                    after = after_flush_gaps(start, end)
-                    if len(after):
-                        after50.append(float(np.percentile(after, 50)))
-                        after90.append(float(np.percentile(after, 90)))
+                    after = after_flush_quantiles(start, end)
+                    if after is not None:
+                        after50.append(after[0])
+                        after90.append(after[1])
 
     def median(v: list[float]) -> float:
         return float(np.median(v)) if v else math.nan
