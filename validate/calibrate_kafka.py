@@ -174,6 +174,13 @@ from validate.kafka_harness import (
     scheduled_gaps_s,
     undisturbed,
 )
+from validate.kafka_models import (
+    broker_model_path,
+    broker_speed_model,
+    host_speed_model,
+    model_broker,
+    scaled_costs,
+)
 
 if TYPE_CHECKING:
     from validate.kafka_record_cost import Costs
@@ -490,8 +497,6 @@ def cpu_samples(results: dict[str, Measured]) -> list[CpuSample]:
     configuration's runs and, measured with them, its fit runs (one partition, 40 requests/s)
     and :data:`CPU_FIT`'s runs (four partitions, ~290 requests/s), each with its host speed
     where its probe and the host-speed file's floor give one."""
-    from validate.kafka_replication import host_speed_model
-
     host = host_speed_model()
     out = []
     for name, m in results.items():
@@ -632,8 +637,6 @@ def _served(sample: CpuSample, at: tuple[float, ...], at_s: float | None) -> np.
 def at_speed(broker: dict, at_s: float | None, speed_s: float) -> dict:
     """``broker``'s costs, holding at host speed ``at_s``, for a run at ``speed_s``
     (unchanged without either)."""
-    from validate.kafka_replication import scaled_costs
-
     if at_s is None or not speed_s > 0:
         return broker
     return scaled_costs(broker, at_s, speed_s)
@@ -1112,8 +1115,6 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
     (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
     ``models_dir`` as the shape where they cannot separate its costs, and the session's
     record cost, ``design``, where its design ran: :func:`session_record_cost`)."""
-    from validate.kafka_replication import broker_speed_model, host_speed_model
-
     rows = []
     shape = model_broker(models_dir or HERE.parent / "models")
     shape_speed = broker_speed_model(models_dir or HERE.parent / "models")
@@ -1231,8 +1232,6 @@ def _broker_line(results: dict[str, Measured], row: dict) -> str:
     """The costs ``row``'s configuration was predicted with (:func:`compare`), where they
     come from, and the host speed they hold at beside its runs' (the probe's wait lateness
     beyond the host-speed file's floor, validate/kafka_replication.py)."""
-    from validate.kafka_replication import host_speed_model
-
     b, at_s = row["broker"]
     shape = model_broker(HERE.parent / "models")
     if tells_costs_apart(results) or shape is None:
@@ -1361,20 +1360,6 @@ def model_path(models_dir: Path, client: str, bootstrap: str | None) -> Path:
     return models_dir / f"kafka-{host}{suffix}.toml"
 
 
-def broker_model_path(models_dir: Path) -> Path:
-    """``models/kafka-broker-loopback.toml``: the local broker's CPU costs (only the local
-    broker's CPU time is measured)."""
-    return models_dir / "kafka-broker-loopback.toml"
-
-
-def model_broker(models_dir: Path) -> dict | None:
-    """The ``[broker]`` of :func:`broker_model_path` in ``models_dir``, if there is one."""
-    import tomllib
-
-    path = broker_model_path(models_dir)
-    return tomllib.loads(path.read_text()).get("broker") if path.is_file() else None
-
-
 def fitted_broker(results: dict[str, Measured], design: Costs | None,
                   shape: dict | None) -> tuple[dict, list[str], float | None] | None:
     """The ``[broker]`` of a session (:func:`fit_broker` on every run with the broker's CPU
@@ -1427,8 +1412,6 @@ def broker_toml(broker: tuple[dict, list[str], float | None], prov: dict[str, st
     """:func:`broker_model_path`'s text: provenance, ``[broker]``, the host speed its costs
     hold at (``[host_speed]``, where the runs had the probe) and the broker's CPU measured
     beside predicted."""
-    from validate.kafka_replication import host_speed_model
-
     lines = ["# The local Kafka broker's CPU costs (simbatch/kafka/broker.py); written by",
              "# validate/calibrate_kafka.py. Do not edit by hand: re-run the command.", "",
              "[provenance]"] + [f'{k} = "{v}"' for k, v in prov.items()] + [""]
@@ -1469,8 +1452,6 @@ def costs_speed(dirs: Sequence[Path], models_dir: Path) -> tuple[float, list[str
     and a line per session. For a file fitted before the host probe, whose ladder's runs
     cannot say it (:func:`fitted_broker`)."""
     from validate.kafka_harness import HarnessError
-    from validate.kafka_replication import host_speed_model
-
     shape, host = model_broker(models_dir), host_speed_model(models_dir)
     if shape is None or not shape.get("request_cpu_us") or host is None:
         raise HarnessError(f"{models_dir}: needs the broker's costs "
@@ -1574,8 +1555,6 @@ def main() -> None:
                              "(models/, or --models-dir)")
     args = parser.parse_args()
     if args.costs_speed:
-        from validate.kafka_replication import host_speed_model
-
         where = Path(args.models_dir) if args.models_dir else HERE.parent / "models"
         try:
             at_s, lines = costs_speed([Path(d) for d in args.costs_speed], where)

@@ -124,7 +124,7 @@ import pandas as pd
 from validate.kafka_harness import HarnessConfig, HarnessError, read_csv
 
 if TYPE_CHECKING:
-    from validate.kafka_replication import HostSpeed
+    from validate.kafka_models import HostSpeed
 
 HERE = Path(__file__).resolve().parent
 GAPS_MS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 25.0)
@@ -395,9 +395,8 @@ def report(runs: pd.DataFrame, broker: dict) -> str:
 
 def main() -> None:
     from simbatch.core.errors import ConfigError
-    from validate.calibrate_kafka import broker_model_path, model_broker
     from validate.kafka_broker import BrokerError
-    from validate.kafka_replication import broker_speed_model
+    from validate.kafka_models import broker_model_path, broker_speed_model, model_broker
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--rounds", type=int, default=2)

@@ -82,8 +82,8 @@ from typing import Any
 
 import numpy as np
 
-from validate.calibrate_kafka import broker_model_path, model_broker
 from validate.kafka_harness import HarnessError, process_cpu_s, request_counts, thread_usage
+from validate.kafka_models import broker_model_path, model_broker
 
 HERE = Path(__file__).resolve().parent
 DESIGN = ((20_000, 100), (20_000, 20), (40_000, 100))

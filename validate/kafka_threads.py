@@ -37,14 +37,13 @@ from validate.calibrate_kafka import (
     CPU_FIT,
     WARMUP,
     Fitted,
-    broker_model_path,
     kept,
-    model_broker,
     model_path,
     percentile,
     predict,
     serving_cpu_s,
 )
+from validate.kafka_models import broker_model_path, model_broker
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE.parent / "models"

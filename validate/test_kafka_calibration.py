@@ -269,9 +269,9 @@ def test_the_broker_costs_fitted_at_a_host_speed_give_back_each_run_s_cpu_at_its
 
 def test_the_costs_a_cpu_configuration_is_predicted_with_are_printed_with_their_speed():
     # the models file's costs holding at 60 us, a rung whose runs read 30 us beyond the floor
-    from validate.calibrate_kafka import HERE, Measured, model_broker
+    from validate.calibrate_kafka import HERE, Measured
     from validate.kafka_harness import COLUMNS
-    from validate.kafka_replication import host_speed_model
+    from validate.kafka_models import host_speed_model, model_broker
 
     shape, speed = model_broker(HERE.parent / "models"), host_speed_model()
     assert shape is not None and speed is not None
@@ -785,8 +785,8 @@ def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path):
     # a fit at 59 us writes [host_speed] beside [broker] (the floor the runs' speeds were
     # read against); read back, the rung is predicted at its runs' speed from it. A file
     # without it (fitted before the probe, as the shipped one of 2026-11-28) reads None
-    from validate.calibrate_kafka import broker_model_path, broker_toml
-    from validate.kafka_replication import broker_speed_model, host_speed_model
+    from validate.calibrate_kafka import broker_toml
+    from validate.kafka_models import broker_model_path, broker_speed_model, host_speed_model
 
     host = host_speed_model()
     assert host is not None
@@ -815,7 +815,7 @@ def test_the_speed_a_file_s_costs_hold_at_is_measured_on_sessions_and_written(tm
 
     import validate.calibrate_kafka as ck
     from validate.kafka_harness import COLUMNS
-    from validate.kafka_replication import broker_speed_model, host_speed_model
+    from validate.kafka_models import broker_speed_model, host_speed_model
 
     models = tmp_path / "models"
     models.mkdir()

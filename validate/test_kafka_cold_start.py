@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from validate.calibrate_kafka import model_broker
 from validate.kafka_cold_start import (
     FOLLOWERS_CSV,
     HERE,
@@ -25,6 +24,7 @@ from validate.kafka_cold_start import (
     write_follower_cold,
 )
 from validate.kafka_harness import COLUMNS, HarnessError, write_csv
+from validate.kafka_models import model_broker
 
 BROKER = model_broker(HERE.parent / "models")
 
@@ -128,7 +128,7 @@ def test_the_followers_cold_start_is_taken_at_the_broker_file_s_host_speed(tmp_p
     # the same runs, the short gaps' at 30 us of the probe's lateness beyond the floor and
     # the long gaps' at 60, where the file's costs hold at 60: the short gaps' 95 us is 190
     # there, so the cold start at the file's speed is 310 - 190
-    from validate.kafka_replication import HostSpeed
+    from validate.kafka_models import HostSpeed
 
     runs = _followers(tmp_path, {0.5: [(0.04, 0.004, 0.036), (0.036, 0.04, 0.0)],
                                  25.0: [(0.0, 0.124, 0.124), (0.128, 0.0, 0.12)]})
@@ -168,7 +168,7 @@ def test_a_follower_run_without_messages_is_refused_by_row(tmp_path, messages):
 
 def test_the_followers_cold_start_is_written_into_the_broker_s_models_file(tmp_path):
     # into a copy of the shipped file: the value and its note, once however often written
-    from validate.calibrate_kafka import broker_model_path, model_broker
+    from validate.kafka_models import broker_model_path, model_broker
 
     path = broker_model_path(tmp_path)
     path.write_text(broker_model_path(HERE.parent / "models").read_text())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from validate.calibrate_kafka import model_broker
+from validate.kafka_models import model_broker
 from validate.kafka_record_cost import (
     CSV_NAME,
     DESIGN,

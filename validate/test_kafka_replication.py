@@ -25,14 +25,8 @@ import pytest
 from validate.calibrate_kafka import run_percentile
 from validate.conftest import need
 from validate.kafka_harness import HarnessConfig, HarnessError, run
-from validate.kafka_replication import (
-    at_host_speed,
-    host_speed_model,
-    judge,
-    measure,
-    speed_table,
-    table,
-)
+from validate.kafka_models import host_speed_model
+from validate.kafka_replication import at_host_speed, judge, measure, speed_table, table
 
 TOLERANCE = 0.25
 """The calibration suite's tolerance for p50 (issue 14: within 25 %)."""
@@ -302,7 +296,8 @@ def test_the_wake_floor_is_where_the_acks_lines_meet():
 
 
 def test_the_host_speed_is_fitted_on_the_probed_sparse_runs_and_scales_the_prediction():
-    from validate.kafka_replication import HostSpeed, at_host_speed, fit_speed
+    from validate.kafka_models import HostSpeed
+    from validate.kafka_replication import at_host_speed, fit_speed
 
     rng = np.random.default_rng(5)
     # acks on lines meeting at 80 us of wake lateness, 15 and 38 times the speed above it
@@ -326,7 +321,7 @@ def test_the_host_speed_is_fitted_on_the_probed_sparse_runs_and_scales_the_predi
 
 
 def test_a_run_s_broker_costs_grow_in_step_with_its_host_speed():
-    from validate.kafka_replication import HostSpeed, scaled_costs
+    from validate.kafka_models import HostSpeed, scaled_costs
 
     # costs holding at 40 us, for a run at 60: every CPU cost x 1.5, nothing else
     broker = {"request_cpu_us": 200.0, "cold_us": 300.0, "record_cpu_us": 0.8,
@@ -341,7 +336,7 @@ def test_a_run_s_broker_costs_grow_in_step_with_its_host_speed():
 
 
 def test_the_speed_the_costs_hold_at_by_the_broker_s_cpu_is_the_runs_speed_over_the_factor():
-    from validate.kafka_replication import HostSpeed
+    from validate.kafka_models import HostSpeed
 
     # CI 100's CPU-fit runs: wait lateness 109.5, 106.9, 119.7 us; the file's costs x 0.40
     speed = HostSpeed(80.7e-6, 32.5e-6)
@@ -373,7 +368,7 @@ def test_too_few_probed_runs_to_fit_the_host_speed_on_are_refused_saying_so():
     ("[host_speed\n", "not TOML"),
 ], ids=["negative", "missing", "not-a-number", "not-toml"])
 def test_a_host_speed_file_it_cannot_use_is_refused_naming_the_field(tmp_path, text, message):
-    from validate.kafka_replication import host_speed_model, speed_model_path
+    from validate.kafka_models import host_speed_model, speed_model_path
 
     speed_model_path(tmp_path).write_text(text)
     with pytest.raises(HarnessError, match=message) as err:
@@ -387,14 +382,8 @@ def test_the_shipped_host_speed_file_is_read_and_its_floor_refitted_from_the_sto
     # speed (a grid of simulations, ~1 minute) by the command
     import shlex
 
-    from validate.kafka_replication import (
-        HERE,
-        fit_wake_floor,
-        host_speed_model,
-        read,
-        speed_model_path,
-        wake_pairs,
-    )
+    from validate.kafka_models import host_speed_model, speed_model_path
+    from validate.kafka_replication import HERE, fit_wake_floor, read, wake_pairs
 
     speed = host_speed_model()
     assert speed is not None and 0 < speed.costs_at_s
@@ -409,7 +398,8 @@ def test_the_shipped_host_speed_file_is_read_and_its_floor_refitted_from_the_sto
 
 
 def test_an_existing_host_speed_file_is_replaced_only_with_force(tmp_path, capsys):
-    from validate.kafka_replication import main, speed_model_path
+    from validate.kafka_models import speed_model_path
+    from validate.kafka_replication import main
 
     speed_model_path(tmp_path).write_text("keep me")
     with pytest.raises(SystemExit) as done:

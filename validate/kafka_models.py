@@ -1,0 +1,133 @@
+"""The Kafka calibration's models files, read: the local broker's CPU costs
+(``models/kafka-broker-loopback.toml``, written by ``validate/calibrate_kafka.py``), the host
+speed at which those costs hold and how a run's host speed is read from its probe
+(``models/kafka-host-speed-loopback.toml``, written by ``validate/kafka_replication.py``), and
+a broker's costs carried from one host speed to another (:class:`HostSpeed`; the why is in
+``validate/kafka_replication.py``'s docstring, "What the costs' speed holds").
+
+The calibration, the replication suite, the record-cost design and the cold-start and thread
+studies all read these files; each file's writer lives with the measurement that makes it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from validate.kafka_harness import HarnessError
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+"""The repository's ``models/``, where the shipped files are."""
+
+
+def broker_model_path(models_dir: Path) -> Path:
+    """``models/kafka-broker-loopback.toml``: the local broker's CPU costs (only the local
+    broker's CPU time is measured)."""
+    return models_dir / "kafka-broker-loopback.toml"
+
+
+def model_broker(models_dir: Path) -> dict | None:
+    """The ``[broker]`` of :func:`broker_model_path` in ``models_dir``, if there is one."""
+    path = broker_model_path(models_dir)
+    return tomllib.loads(path.read_text()).get("broker") if path.is_file() else None
+
+
+SPEED_COSTS = ("request_cpu_us", "cold_us", "partition_fetch_us", "record_cpu_us",
+               "follower_cold_us", "byte_cpu_ns")
+"""The broker's CPU costs, scaled with the host's speed."""
+
+
+def speed_model_path(models_dir: Path) -> Path:
+    """``models/kafka-host-speed-loopback.toml``: how a run's host speed is read from its
+    probe and at what speed the shipped broker costs hold
+    (:func:`~validate.kafka_replication.fit_speed`)."""
+    return models_dir / "kafka-host-speed-loopback.toml"
+
+
+@dataclass(frozen=True)
+class HostSpeed:
+    """How fast the host ran a harness run, from its probe's wait lateness
+    (``host_wake_s``, ``validate/host_probe.py``): the lateness beyond ``wake_floor_s``.
+    ``costs_at_s``: the speed, so read, at which the broker's costs of
+    ``models/kafka-broker-loopback.toml`` hold."""
+    wake_floor_s: float
+    costs_at_s: float
+
+    def of(self, rec: np.ndarray) -> float:
+        """A run's host speed (seconds, larger when slower; NaN without a probe)."""
+        return float(rec["host_wake_s"][0]) - self.wake_floor_s
+
+    def cpu_costs_at(self, runs: list[np.ndarray], factor: float) -> float:
+        """The speed at which the broker's costs hold as its CPU time measures it: the median
+        speed of ``runs`` (a calibration session's :data:`~validate.calibrate_kafka.CPU_FIT`
+        runs) over ``factor``, what the shipped costs were scaled by to fit those runs' CPU
+        (:func:`~validate.calibrate_kafka.held_out_broker`); NaN without the probe's figures
+        or a positive factor. Not :attr:`costs_at_s`, which is fitted on the acks (see the
+        module docstring, "What the costs' speed holds")."""
+        speeds = [s for s in map(self.of, runs) if np.isfinite(s)]
+        if not speeds or not factor > 0:
+            return float("nan")
+        return float(np.median(speeds)) / factor
+
+    def costs(self, broker: dict, speed_s: float) -> dict:
+        """``broker`` (a ``[broker]`` table whose costs hold at :attr:`costs_at_s`) for a run
+        at host speed ``speed_s`` (:func:`scaled_costs`)."""
+        return scaled_costs(broker, self.costs_at_s, speed_s)
+
+
+def scaled_costs(broker: dict, from_s: float, to_s: float) -> dict:
+    """``broker`` with its CPU costs (:data:`SPEED_COSTS`), which hold at host speed
+    ``from_s``, scaled to host speed ``to_s``: in step with the speed."""
+    scale = to_s / from_s
+    return {**broker, **{c: broker[c] * scale for c in SPEED_COSTS if c in broker}}
+
+
+def host_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
+    """The :class:`HostSpeed` of :func:`speed_model_path` in ``models_dir``, if there is
+    one; a file that lacks a figure or holds one that is not a positive number is refused,
+    naming the field, the value and the file."""
+    path = speed_model_path(models_dir)
+    return read_host_speed(path) if path.is_file() else None
+
+
+def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
+    """The host speed at which the broker's costs of ``models_dir``'s
+    ``kafka-broker-loopback.toml`` hold by the broker JVM's CPU (its ``[host_speed]``, written
+    by ``validate/calibrate_kafka.py`` from its ladder's runs); None for a file without one
+    (fitted before the host probe) or no file. Refused as :func:`host_speed_model`'s."""
+    path = broker_model_path(models_dir)
+    if not path.is_file():
+        return None
+    doc = _read_toml(path)
+    return _host_speed_of(doc["host_speed"], path) if "host_speed" in doc else None
+
+
+def read_host_speed(path: Path) -> HostSpeed:
+    """The ``[host_speed]`` table of ``path`` (``wake_floor_us``, ``costs_at_us``); a file
+    that lacks a figure or holds one that is not a positive number is refused, naming the
+    field, the value and the file."""
+    return _host_speed_of(_read_toml(path).get("host_speed", {}), path)
+
+
+def _read_toml(path: Path) -> dict:
+    """``path`` parsed; a file that is not TOML is refused, naming it."""
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessError(f"{path}: not TOML: {exc}") from None
+
+
+def _host_speed_of(table: dict, path: Path) -> HostSpeed:
+    """A ``[host_speed]`` table (of ``path``, named in the refusal) as a :class:`HostSpeed`."""
+    values = []
+    for field in ("wake_floor_us", "costs_at_us"):
+        value = table.get(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value) or value <= 0:
+            raise HarnessError(f"{path}: [host_speed] {field} must be a positive number of "
+                               f"microseconds; got {value!r}")
+        values.append(value * 1e-6)
+    return HostSpeed(*values)
