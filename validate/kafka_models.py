@@ -30,9 +30,10 @@ def broker_model_path(models_dir: Path) -> Path:
 
 
 def model_broker(models_dir: Path) -> dict | None:
-    """The ``[broker]`` of :func:`broker_model_path` in ``models_dir``, if there is one."""
+    """The ``[broker]`` of :func:`broker_model_path` in ``models_dir``, if there is one; a
+    file that is not TOML is refused, naming it."""
     path = broker_model_path(models_dir)
-    return tomllib.loads(path.read_text()).get("broker") if path.is_file() else None
+    return _read_toml(path).get("broker") if path.is_file() else None
 
 
 SPEED_COSTS = ("request_cpu_us", "cold_us", "partition_fetch_us", "record_cpu_us",
@@ -65,8 +66,8 @@ class HostSpeed:
         speed of ``runs`` (a calibration session's :data:`~validate.calibrate_kafka.CPU_FIT`
         runs) over ``factor``, what the shipped costs were scaled by to fit those runs' CPU
         (:func:`~validate.calibrate_kafka.held_out_broker`); NaN without the probe's figures
-        or a positive factor. Not :attr:`costs_at_s`, which is fitted on the acks (see the
-        module docstring, "What the costs' speed holds")."""
+        or a positive factor. Not :attr:`costs_at_s`, which is fitted on the acks (see
+        ``validate/kafka_replication.py``'s docstring, "What the costs' speed holds")."""
         speeds = [s for s in map(self.of, runs) if np.isfinite(s)]
         if not speeds or not factor > 0:
             return float("nan")

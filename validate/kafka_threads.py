@@ -43,10 +43,9 @@ from validate.calibrate_kafka import (
     predict,
     serving_cpu_s,
 )
-from validate.kafka_models import broker_model_path, model_broker
+from validate.kafka_models import MODELS, broker_model_path, model_broker
 
 HERE = Path(__file__).resolve().parent
-MODELS = HERE.parent / "models"
 DEFAULT_SETTINGS = {"default": (3, 8), "percore": (1, 2)}
 DEFAULT_CONFIGS = ("linger10-p32-2000ps-dense", "linger10-p32-1000ps-dense")
 WARM_RUNS = 3
