@@ -18,9 +18,10 @@ matched by order: the run's last n produce requests, the consumer's last replies
 records (an empty reply's size is the most common one; a reply's records counted by its
 size beyond that, over the median of one record's).
 
-For each message: ``produce_reply_s`` and ``fetch_reply_s`` (the capture's clock), the
-harness's ``ack_s`` and ``consume_s`` (its own). ``broker_lead_s`` = fetch reply minus
-produce reply, the broker's share of consume minus ack; the client's share is the rest
+For each message: ``produce_reply_s`` and ``fetch_reply_s`` (the segment that carries its
+record; the capture's clock), the harness's ``ack_s`` and ``consume_s`` (its own).
+``broker_lead_s`` = fetch reply minus produce reply, the broker's share of consume minus
+ack; the client's share is the rest
 (``client_s``): the two clocks' offset cancels in it.
 
 What it showed (2026-12-07 14:37 UTC, ``python -m validate.kafka_wire --reps 3``, nothing
@@ -36,9 +37,18 @@ brokers; per run, medians over its 200 messages):
   behind, so the harnesses read consume minus ack at -0.10 to +0.02 (librdkafka) and -0.12
   to -0.17 ms (franz-go). The consumer's lead at three replicas is the broker's: Kafka
   completes the partition's parked consumer Fetch before its parked Produce
-  (``Partition.scala``, ``checkAndCompleteAll``). What sets the two modes is not found; the
-  model reads consume minus ack as 0 at three replicas, where the broker's share is some
-  -0.2 ms and the clients' +0.04 to +0.14.
+  (``Partition.scala``, ``checkAndCompleteAll``). The model reads consume minus ack as 0 at
+  three replicas, where the broker's share is some -0.2 ms and the clients' +0.04 to +0.14.
+* The two modes, segment by segment: the consumer's reply leaves in two writes, its header
+  and then its records (zero-copy), 0.04-0.06 ms apart (median). In the first mode the
+  produce reply leaves 0.30-0.42 ms after them, and in 60-78 % of those messages only after
+  the consumer's *next* Fetch has reached the leader: the consumer has read the record and
+  asked again before the producer's answer is on the wire. In the second the produce reply
+  leaves about with the consumer's, between its two writes in 17-36 % of them. So in the
+  first mode the produce reply is held after the consumer's is out, on the I/O thread that
+  completes both or at its network thread; which, and why in about 60 % of the messages, is
+  not found (on two vCPUs shared by three JVMs a woken network thread preempting the I/O
+  thread that woke it would do it; not measured).
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +74,8 @@ NUMBER = re.compile(rb"(?<!\d)(\d{12})(?!\d)")
 FIELDS = ("t_s", "sport", "dport", "size", "api", "corr", "client", "msgs")
 SO_TIMESTAMPNS = 35        # <asm-generic/socket.h>; not exported by Python's socket module
 ETH_P_ALL = 0x0003
+READY = "capturing"
+"""What the capture process prints once it reads the wire (:func:`start_capture`)."""
 NAMES = ("sparse", "franz-go-sparse")
 """The configurations measured (``validate/kafka_replication.py``'s ``CONFIGS``)."""
 
@@ -108,7 +121,12 @@ def capture(out: Path, ports: set[int]) -> None:
     sock.settimeout(0.2)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    with out.open("w") as f:
+    try:
+        f = out.open("w")
+    except OSError as exc:
+        raise HarnessError(f"the capture cannot write {out}: {exc.strerror}") from exc
+    print(READY, flush=True)
+    with f:
         while not stop:
             try:
                 frame, ancillary, _flags, address = sock.recvmsg(1 << 17, 64)
@@ -124,10 +142,50 @@ def capture(out: Path, ports: set[int]) -> None:
                 f.write(f"{sec + ns * 1e-9:.9f} " + " ".join(map(str, seg)) + "\n")
 
 
+def start_capture(out: Path, ports: list[str] | list[int],
+                  timeout_s: float = 30.0) -> subprocess.Popen:
+    """The capture process (:func:`capture`), returned once it reads the wire; a
+    :class:`HarnessError` naming why if it cannot."""
+    cap = subprocess.Popen([sys.executable, "-m", "validate.kafka_wire", "--capture", str(out),
+                            *map(str, ports)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    assert cap.stdout is not None
+    said: list[str] = []
+    first = threading.Thread(target=lambda: said.append(cap.stdout.readline()), daemon=True)
+    first.start()
+    first.join(timeout_s)                 # its first line, or its end (then "")
+    if said != [READY + "\n"]:
+        cap.kill()
+        _, err = cap.communicate()
+        why = "stopped" if said else f"did not start within {timeout_s:.0f} s"
+        raise HarnessError(f"the capture {why}: {err.strip() or 'no message'}")
+    return cap
+
+
+def stop_capture(cap: subprocess.Popen, what: str) -> None:
+    """Stop the capture process; a :class:`HarnessError` if it had failed."""
+    cap.send_signal(signal.SIGTERM)
+    try:
+        _, err = cap.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        cap.kill()
+        raise HarnessError(f"the capture of {what} did not stop within 10 s") from None
+    if cap.returncode != 0:
+        raise HarnessError(f"the capture of {what} failed (exit {cap.returncode}): "
+                           f"{err.strip()}")
+
+
 def read(path: Path) -> pd.DataFrame:
-    """A capture's segments, one row each (:data:`FIELDS`)."""
-    df = pd.read_csv(path, sep=" ", names=list(FIELDS), dtype={"client": str, "msgs": str})
-    return df
+    """A capture's segments, one row each (:data:`FIELDS`); a :class:`HarnessError` naming
+    the file and its first bad line if it is not one."""
+    if path.stat().st_size == 0:
+        return pd.DataFrame({f: pd.Series(dtype=str if f in ("client", "msgs") else float)
+                             for f in FIELDS})
+    try:
+        return pd.read_csv(path, sep=" ", names=list(FIELDS),
+                           dtype={f: str if f in ("client", "msgs") else float for f in FIELDS})
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise HarnessError(f"{path} is not a capture of this module's: {exc}") from exc
 
 
 def replies(segments: pd.DataFrame, run: np.ndarray) -> pd.DataFrame:
@@ -197,6 +255,8 @@ HEADER = ("| run | messages | consumer's reply minus produce reply at the leader
 
 def report(out: Path) -> str:
     """The table of every run captured in ``out``."""
+    if not any(out.glob("*.cap")):
+        raise HarnessError(f"no captured runs (*.cap beside their *.csv) in {out}")
     lines = [HEADER]
     for csv in sorted(out.glob("*.csv")):
         cap = csv.with_suffix(".cap")
@@ -218,18 +278,13 @@ def measure(out: Path, reps: int, warm: int) -> None:
             for name in NAMES:
                 for rf in REPLICATIONS:
                     tag = f"{name}-rf{rf}-{rep}"
-                    cap = subprocess.Popen([sys.executable, "-m", "validate.kafka_wire",
-                                            "--capture", str(out / f"{tag}.cap"), *ports])
-                    time.sleep(0.5)
+                    cap = start_capture(out / f"{tag}.cap", ports)
                     try:
                         run(cluster.bootstrap, config_of(name, rf), out / f"{tag}.csv",
                             broker_pid=cluster.pids)
-                        time.sleep(0.3)
+                        time.sleep(0.3)         # the last replies' segments
                     finally:
-                        cap.send_signal(signal.SIGTERM)
-                        if cap.wait(timeout=10) != 0:
-                            raise HarnessError(f"the capture of {tag} failed (exit "
-                                               f"{cap.returncode}): it needs Linux and root")
+                        stop_capture(cap, tag)
                     print(f"{tag} done", file=sys.stderr)
 
 

@@ -104,31 +104,51 @@ def test_the_capture_reads_a_request_sent_on_the_loopback_interface(tmp_path):
     # the real kernel's packets: a Produce request's header sent to a listening port, read
     # back from the capture file by the capture process the measurement starts
     import socket
-    import subprocess
-    import sys
     import time
 
-    from validate.kafka_wire import read
+    from validate.kafka_harness import HarnessError
+    from validate.kafka_wire import read, start_capture, stop_capture
 
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
     out = tmp_path / "run.cap"
-    cap = subprocess.Popen([sys.executable, "-m", "validate.kafka_wire", "--capture", str(out),
-                            str(port)], stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    if cap.poll() is not None:
-        pytest.skip(f"no raw packet socket here: {cap.stderr.read().strip()}")
+    try:
+        cap = start_capture(out, [port])
+    except HarnessError as exc:
+        server.close()
+        pytest.skip(f"no raw packet socket here: {exc}")
     with socket.create_connection(("127.0.0.1", port)) as client:
         conn, _ = server.accept()
         client.sendall(_request(0, 41, "kgo", b"000000000007"))
         conn.recv(1024)
-        time.sleep(0.5)
+        time.sleep(0.3)
     conn.close()
     server.close()
-    cap.terminate()
-    assert cap.wait(timeout=10) == 0, cap.stderr.read()
+    stop_capture(cap, "the test's request")
     seg = read(out)
     sent = seg[seg["api"] == 0]
     assert len(sent) == 1, seg
     assert (sent["dport"].item(), sent["corr"].item(), sent["client"].item(),
             sent["msgs"].item()) == (port, 41, "kgo", "000000000007")
+
+
+def test_a_capture_that_cannot_write_its_file_is_refused_naming_it(tmp_path):
+    from validate.kafka_harness import HarnessError
+    from validate.kafka_wire import start_capture
+
+    where = tmp_path / "missing" / "run.cap"
+    with pytest.raises(HarnessError, match=f"the capture stopped: .*cannot write {where}"):
+        start_capture(where, [1])
+
+
+def test_a_file_that_is_not_a_capture_is_refused_naming_it(tmp_path):
+    from validate.kafka_harness import HarnessError
+    from validate.kafka_wire import read
+
+    bad = tmp_path / "run.cap"
+    bad.write_text("not a capture\n")
+    with pytest.raises(HarnessError, match=f"{bad} is not a capture"):
+        read(bad)
+    empty = tmp_path / "empty.cap"
+    empty.write_text("")
+    assert read(empty).empty and list(read(empty).columns) == list(FIELDS)
