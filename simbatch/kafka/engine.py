@@ -21,7 +21,11 @@ request's handler and the parked Fetch only in the ``finally`` after it
 (``KafkaApis.handle`` -> ``ReplicaManager.tryCompleteActions``), which ``fetch_ms`` holds.
 Measured (2026-12-06, ``validate/kafka_replication.py``, four sessions): consume minus ack,
 median, +0.11 to +0.26 ms at one replica and -0.01 to -0.09 at three, on its three
-configurations.
+configurations. Known limit: at three the two replies do not take the same way. On the
+wire (``validate/kafka_wire.py``, 2026-12-07) the leader sent the consumer's reply 0.01-0.29
+ms before the produce reply (in about 60 % of messages the produce reply held 0.3-0.4 ms),
+and the clients' own ways put the consumer 0.04-0.14 ms back behind; the model has
+neither, so it reads 0 where franz-go's consumer reads 0.03-0.18 ms ahead.
 
 Keys: message i has key ``k-<case name>-<i>`` (the harnesses' ``k-<label>-<i>``), placed by
 the client's own partitioner (``partitioners``, in bulk ``keys``); keyless messages
