@@ -182,7 +182,7 @@ def stop_capture(cap: subprocess.Popen, what: str) -> None:
 
 def read(path: Path) -> pd.DataFrame:
     """A capture's segments, one row each (:data:`FIELDS`); a :class:`HarnessError` naming
-    the file and its first bad line if it is not one."""
+    the file and what in it does not read if it is not one."""
     if path.stat().st_size == 0:
         return pd.DataFrame({f: pd.Series(dtype=str if f in ("client", "msgs") else float)
                              for f in FIELDS})
@@ -308,7 +308,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         if args.capture:
-            capture(Path(args.capture[0]), {int(p) for p in args.capture[1:]})
+            ports = args.capture[1:]
+            if not ports or not all(p.isdigit() and 0 < int(p) < 65536 for p in ports):
+                parser.error(f"--capture takes a file and the brokers' ports; got {ports}")
+            capture(Path(args.capture[0]), {int(p) for p in ports})
             return
         if args.reps < 1 or args.warm < 0:
             parser.error(f"--reps must be at least 1 and --warm at least 0; got --reps "

@@ -142,9 +142,9 @@ FRANZ_AT_SPEED = pytest.mark.xfail(strict=False, reason="issue 14 open: franz-go
 # librdkafka's sparse runs at their speed: within 25 % in every CI run here until CI 144
 # (2026-12-07), which read +49, +8 and +39 % (median 1.39), its runs' probe 148-158 us
 # (67-78 beyond the floor) where the file's sessions (2026-12-06, another CPU generation)
-# read 101-126. Five more sessions that afternoon on this VM (probe 126-165 us; two with
-# validate/kafka_wire.py's capture beside them), judged with the file: 1.15, 0.99, 1.03,
-# 1.53, 0.95. Fitted on three sessions (CI 144's and the wire's two, `--fit-speed`), the
+# read 101-126. Five more sessions that afternoon on this VM (probe 126-165 us; two with a
+# packet capture beside them, validate/kafka_wire.py), judged with the file: 1.15, 0.99,
+# 1.03, 1.53, 0.95. Fitted on three (CI 144's and the two captured, `--fit-speed`), the
 # line reads floor 15.4 us, costs at 67.5 us beyond it (the file: 80.7, 32.5), and holds
 # the three held out (0.99, 1.09, 1.03), but reads the file's own sessions at 1.28-1.74:
 # the probe-to-speed line is a machine's, not one for every host.
