@@ -179,6 +179,7 @@ from validate.kafka_models import (
     broker_speed_model,
     host_speed_model,
     model_broker,
+    no_speed_line,
     scaled_costs,
 )
 
@@ -1259,7 +1260,8 @@ def _broker_line(results: dict[str, Measured], row: dict) -> str:
                 f"{held * factor * 1e6:.1f} us, the probe's wait lateness beyond "
                 f"{host.wake_floor_s * 1e6:.1f}: the file's costs hold at {held * 1e6:.1f} us "
                 f"by the broker's CPU, where the replication acks fit "
-                f"{host.costs_at_s * 1e6:.1f}, models/kafka-host-speed-loopback.toml)")
+                f"{host.costs_at_s * 1e6:.1f}, this CPU's line in "
+                "models/kafka-host-speed-loopback.toml)")
     if at_s is None:
         return line
     speeds = [v for v in map(host.of, m.runs) if v > 0]
@@ -1267,8 +1269,8 @@ def _broker_line(results: dict[str, Measured], row: dict) -> str:
             f"{np.median(speeds) / at_s:.2f}" if speeds else "")
     return (line + f", at a host speed of {at_s * 1e6:.1f} us (the probe's wait lateness "
             f"beyond {host.wake_floor_s * 1e6:.1f}){runs}; the replication acks fit the "
-            f"costs' speed at {host.costs_at_s * 1e6:.1f} "
-            "(models/kafka-host-speed-loopback.toml)")
+            f"costs' speed at {host.costs_at_s * 1e6:.1f} beyond {host.wake_floor_s * 1e6:.1f} "
+            "(this CPU's line, models/kafka-host-speed-loopback.toml)")
 
 
 def table(rows: list[dict]) -> str:
@@ -1323,14 +1325,10 @@ def directions(rows: list[dict]) -> list[dict]:
 
 
 def machine() -> str:
-    """This machine as a models/ file's provenance names it: platform, CPUs, CPU model."""
-    cpu = "unknown"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu}"
+    """This machine as a models/ file's provenance names it: platform, CPUs, CPU model
+    (:func:`~validate.host_probe.cpu_name`)."""
+    from validate.host_probe import cpu_name
+    return f"{platform.platform()}, {os.cpu_count()} CPUs, {cpu_name()}"
 
 
 def provenance(kafka_version: str, client: str, bootstrap: str | None) -> dict[str, str]:
@@ -1455,8 +1453,8 @@ def costs_speed(dirs: Sequence[Path], models_dir: Path) -> tuple[float, list[str
     shape, host = model_broker(models_dir), host_speed_model(models_dir)
     if shape is None or not shape.get("request_cpu_us") or host is None:
         raise HarnessError(f"{models_dir}: needs the broker's costs "
-                           f"({broker_model_path(models_dir).name}) and the host-speed file "
-                           "(kafka-host-speed-loopback.toml)")
+                           f"({broker_model_path(models_dir).name}) and a line for this "
+                           f"host's CPU in the host-speed file ({no_speed_line(models_dir)})")
     held, lines = [], []
     for d in dirs:
         results = read_measurements(Path(d))

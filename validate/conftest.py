@@ -61,3 +61,15 @@ def need(harnesses: dict[str, str], client: str) -> None:
     """Skip, saying why, unless ``client``'s harness is available."""
     if harnesses[client]:
         pytest.skip(harnesses[client])
+
+
+@pytest.fixture
+def listed_cpu(monkeypatch) -> str:
+    """This host taken as the first CPU the shipped host-speed file has a line for
+    (models/kafka-host-speed-loopback.toml), for the tests of what is done with a line, which
+    hold on any host; returns its name."""
+    import validate.kafka_models as km
+
+    cpu = next(iter(km.host_speed_lines()))
+    monkeypatch.setattr(km, "cpu_name", lambda: cpu)
+    return cpu

@@ -33,6 +33,34 @@ PERIOD_S = 0.05
 HERE = Path(__file__).resolve().parent
 
 
+def cpu_name(cpuinfo: str | None = None) -> str:
+    """This host's CPU as the models files key it: the first processor's ``model name`` of
+    ``/proc/cpuinfo`` (or of the text ``cpuinfo``), with its ``cpu family`` and ``model``
+    (``AMD EPYC (family 25, model 1)``; a VM's model name alone does not tell its CPU
+    generations apart), as the go-batcher harness's ``cpuModelFrom`` writes it; "unknown"
+    where there is no such file or line."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return "unknown"
+    fields: dict[str, str] = {}
+    for line in cpuinfo.split("\n"):
+        if not line.strip():
+            if fields:
+                break                              # the first processor's block only
+            continue
+        key, sep, value = line.partition(":")
+        if sep and not fields.get(key.strip()):
+            fields[key.strip()] = value.strip()
+    name = fields.get("model name")
+    if not name:
+        return "unknown"
+    if fields.get("cpu family") and fields.get("model"):
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    return name
+
+
 def work() -> int:
     """The fixed piece of work: ~20-60 us of Python on the machines of 2026-12-06."""
     return sum(i * i for i in range(1000))

@@ -1,7 +1,7 @@
 """The Kafka calibration's models files, read: the local broker's CPU costs
 (``models/kafka-broker-loopback.toml``, written by ``validate/calibrate_kafka.py``), the host
-speed at which those costs hold and how a run's host speed is read from its probe
-(``models/kafka-host-speed-loopback.toml``, written by ``validate/kafka_replication.py``), and
+speed at which those costs hold and how a run's host speed is read from its probe, a line per
+CPU (``models/kafka-host-speed-loopback.toml``, written by ``validate/kafka_replication.py``), and
 a broker's costs carried from one host speed to another (:class:`HostSpeed`; the why is in
 ``validate/kafka_replication.py``'s docstring, "What the costs' speed holds").
 
@@ -11,12 +11,14 @@ studies all read these files; each file's writer lives with the measurement that
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from validate.host_probe import cpu_name
 from validate.kafka_harness import HarnessError
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -86,12 +88,63 @@ def scaled_costs(broker: dict, from_s: float, to_s: float) -> dict:
     return {**broker, **{c: broker[c] * scale for c in SPEED_COSTS if c in broker}}
 
 
-def host_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
-    """The :class:`HostSpeed` of :func:`speed_model_path` in ``models_dir``, if there is
-    one; a file that lacks a figure or holds one that is not a positive number is refused,
-    naming the field, the value and the file."""
+def host_speed_lines(models_dir: Path = MODELS) -> dict[str, HostSpeed]:
+    """Every CPU's :class:`HostSpeed` in :func:`speed_model_path` of ``models_dir``, by the
+    ``cpu`` of its ``[[host_speed]]`` entry ({} without a file): how a run's speed is read
+    from its probe is a machine's (validate/kafka_replication.py's docstring, "One line per
+    CPU"). A file that is not a list of such entries, an entry without its ``cpu`` or with
+    one named twice, or a figure that is not a positive number is refused, naming the field,
+    the value and the file."""
     path = speed_model_path(models_dir)
-    return read_host_speed(path) if path.is_file() else None
+    if not path.is_file():
+        return {}
+    entries = _read_toml(path).get("host_speed", [])
+    if not isinstance(entries, list):
+        raise HarnessError(f"{path}: host_speed must be one [[host_speed]] entry per CPU, each "
+                           f"naming its cpu; got a single [host_speed] table")
+    out: dict[str, HostSpeed] = {}
+    for entry in entries:
+        cpu = entry.get("cpu")
+        if not isinstance(cpu, str) or not cpu.strip():
+            raise HarnessError(f"{path}: [[host_speed]] cpu must name the CPU its line was "
+                               f"fitted on (as validate/host_probe.py's cpu_name gives it); "
+                               f"got {cpu!r}")
+        if cpu in out:
+            raise HarnessError(f"{path}: [[host_speed]] cpu {cpu!r} has two entries")
+        out[cpu] = _host_speed_of(entry, path, f"[[host_speed]] cpu = {cpu!r}:")
+    return out
+
+
+def host_speed_model(models_dir: Path = MODELS, cpu: str | None = None) -> HostSpeed | None:
+    """The :class:`HostSpeed` of :func:`speed_model_path` in ``models_dir`` for ``cpu``
+    (default this host's, :func:`~validate.host_probe.cpu_name`; the entry matching it,
+    :func:`same_cpu`), None without a file or an entry for it (:func:`no_speed_line` says
+    which); refused as :func:`host_speed_lines`."""
+    cpu = cpu_name() if cpu is None else cpu
+    return next((s for key, s in host_speed_lines(models_dir).items() if same_cpu(key, cpu)),
+                None)
+
+
+def no_speed_line(models_dir: Path = MODELS) -> str:
+    """Why :func:`host_speed_model` gives None on this host, and what writes its line."""
+    path = speed_model_path(models_dir)
+    what = (f"no line for this host's CPU ({cpu_name()}) in {path} (it has: "
+            + ", ".join(host_speed_lines(models_dir)) + ")") if path.is_file() \
+        else f"no host-speed file ({path})"
+    return f"{what}: python -m validate.kafka_replication --fit-speed DIR ... adds it"
+
+
+_CPU = re.compile(r"^(?P<name>.*?)(?: \(family (?P<family>\d+)(?:, model (?P<model>\d+))?\))?$")
+
+
+def same_cpu(entry: str, cpu: str) -> bool:
+    """Whether a ``[[host_speed]]`` entry's ``cpu`` (``AMD EPYC (family 26)``, or with its
+    model: ``AMD EPYC (family 25, model 1)``) names ``cpu`` (:func:`cpu_name`'s form): the
+    same model name and family, and the same model where the entry names one."""
+    e, c = _CPU.match(entry), _CPU.match(cpu)
+    assert e is not None and c is not None         # the pattern's every part is optional
+    return (e["name"] == c["name"] and e["family"] == c["family"]
+            and (e["model"] is None or e["model"] == c["model"]))
 
 
 def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
@@ -106,13 +159,6 @@ def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
     return _host_speed_of(doc["host_speed"], path) if "host_speed" in doc else None
 
 
-def read_host_speed(path: Path) -> HostSpeed:
-    """The ``[host_speed]`` table of ``path`` (``wake_floor_us``, ``costs_at_us``); a file
-    that lacks a figure or holds one that is not a positive number is refused, naming the
-    field, the value and the file."""
-    return _host_speed_of(_read_toml(path).get("host_speed", {}), path)
-
-
 def _read_toml(path: Path) -> dict:
     """``path`` parsed; a file that is not TOML is refused, naming it."""
     try:
@@ -121,14 +167,15 @@ def _read_toml(path: Path) -> dict:
         raise HarnessError(f"{path}: not TOML: {exc}") from None
 
 
-def _host_speed_of(table: dict, path: Path) -> HostSpeed:
-    """A ``[host_speed]`` table (of ``path``, named in the refusal) as a :class:`HostSpeed`."""
+def _host_speed_of(table: dict, path: Path, where: str = "[host_speed]") -> HostSpeed:
+    """A ``[host_speed]`` table or entry (``where`` in ``path``, both named in the refusal)
+    as a :class:`HostSpeed`."""
     values = []
     for field in ("wake_floor_us", "costs_at_us"):
         value = table.get(field)
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not np.isfinite(value) or value <= 0:
-            raise HarnessError(f"{path}: [host_speed] {field} must be a positive number of "
+            raise HarnessError(f"{path}: {where} {field} must be a positive number of "
                                f"microseconds; got {value!r}")
         values.append(value * 1e-6)
     return HostSpeed(*values)

@@ -267,7 +267,8 @@ def test_the_broker_costs_fitted_at_a_host_speed_give_back_each_run_s_cpu_at_its
     assert speed_of(samples) is None
 
 
-def test_the_costs_a_cpu_configuration_is_predicted_with_are_printed_with_their_speed():
+def test_the_costs_a_cpu_configuration_is_predicted_with_are_printed_with_their_speed(
+        listed_cpu):
     # the models file's costs holding at 60 us, a rung whose runs read 30 us beyond the floor
     from validate.calibrate_kafka import HERE, Measured
     from validate.kafka_harness import COLUMNS
@@ -781,7 +782,7 @@ def test_a_refit_keeps_the_models_files_follower_cold_start(monkeypatch):
         _keys(), TRUTH, strict=True)))[0]
 
 
-def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path):
+def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path, listed_cpu):
     # a fit at 59 us writes [host_speed] beside [broker] (the floor the runs' speeds were
     # read against); read back, the rung is predicted at its runs' speed from it. A file
     # without it (fitted before the probe, as the shipped one of 2026-11-28) reads None
@@ -806,8 +807,8 @@ def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path):
         broker_speed_model(tmp_path)
 
 
-def test_the_speed_a_file_s_costs_hold_at_is_measured_on_sessions_and_written(tmp_path,
-                                                                             monkeypatch):
+def test_the_speed_a_file_s_costs_hold_at_is_measured_on_sessions_and_written(
+        tmp_path, monkeypatch, listed_cpu):
     # three sessions whose CPU_FIT runs burnt the file's costs x 0.5, 0.4 and 0.6 at host
     # speeds of 30, 28 and 39 us: the costs hold at 60, 70 and 65 us, so 65 is written
     import shutil
