@@ -1264,11 +1264,14 @@ def _broker_line(results: dict[str, Measured], row: dict) -> str:
                 "models/kafka-host-speed-loopback.toml)")
     if at_s is None:
         return line
-    speeds = [v for v in map(host.of, m.runs) if v > 0]
+    # the runs' speed read as compare() read it: the file's costs against the file's floor
+    reader = (broker_speed_model(HERE.parent / "models") if source == "the models file's"
+              else None) or host
+    speeds = [v for v in map(reader.of, m.runs) if v > 0]
     runs = (f"; its runs' {np.median(speeds) * 1e6:.1f} us, so x "
             f"{np.median(speeds) / at_s:.2f}" if speeds else "")
     return (line + f", at a host speed of {at_s * 1e6:.1f} us (the probe's wait lateness "
-            f"beyond {host.wake_floor_s * 1e6:.1f}){runs}; the replication acks fit the "
+            f"beyond {reader.wake_floor_s * 1e6:.1f}){runs}; the replication acks fit the "
             f"costs' speed at {host.costs_at_s * 1e6:.1f} beyond {host.wake_floor_s * 1e6:.1f} "
             "(this CPU's line, models/kafka-host-speed-loopback.toml)")
 
