@@ -181,13 +181,14 @@ One line per CPU. On another VM of the same kind but another CPU generation (202
 an AMD EPYC of family 25, model 1, where 2026-12-06's was family 26; :func:`cpu_name` of
 ``validate/host_probe.py`` names it, as the go-batcher harness does) the probe read 126-165
 us where 2026-12-06's runs read 96-126, and that machine's line read librdkafka's sparse
-sessions at three replicas at 0.95-1.53 (median per session of at-speed over measured; nine
-sessions, three beyond 25 %: CI 144 1.39, 15:22 1.53, 17:35 1.36). A line fitted there
+sessions at three replicas at 0.95-1.53 (median per session of at-speed over measured;
+eleven sessions, three beyond 25 %: CI 144 1.39, 15:22 1.53, 17:35 1.36). A line fitted there
 (``--fit-speed`` on the three plain sessions of 15:16-15:27, kept in
 ``validate/kafka_replication_runs/``): floor 24.8 us, costs' speed 65.0 us (log error 0.047);
-it reads those three at 0.96-1.06 and the five whose runs were kept and not fitted on at
+it reads those three at 0.96-1.06 and the seven whose runs were kept and not fitted on at
 0.87-1.00 (the two beside a packet capture, 14:32 and 14:37; CI 146; the CI job after it;
-17:35), franz-go's at 0.85-1.05 (all eight), but 2026-12-06's sessions at 1.20-1.79. So the
+17:35; CI 147, the first with the line; 18:11), franz-go's at 0.85-1.05 (all ten, where the
+other machine's line read 0.86-1.47), but 2026-12-06's sessions at 1.20-1.79. So the
 probe-to-speed line is a machine's: ``models/kafka-host-speed-loopback.toml`` holds one
 ``[[host_speed]]`` entry per CPU (``cpu``, its ``command`` and the fit's lines), the runs are
 read with the entry naming this host's CPU (an entry may leave out the model: 2026-12-06's
