@@ -104,7 +104,7 @@ def host_speed_lines(models_dir: Path = MODELS) -> dict[str, HostSpeed]:
                            f"naming its cpu; got a single [host_speed] table")
     out: dict[str, HostSpeed] = {}
     for entry in entries:
-        cpu = entry.get("cpu")
+        cpu = entry.get("cpu") if isinstance(entry, dict) else None
         if not isinstance(cpu, str) or not cpu.strip():
             raise HarnessError(f"{path}: [[host_speed]] cpu must name the CPU its line was "
                                f"fitted on (as validate/host_probe.py's cpu_name gives it); "

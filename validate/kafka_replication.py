@@ -749,14 +749,16 @@ def speed_entry(cpu: str, speed: HostSpeed, dirs: list[Path], lines: list[str]) 
     """The ``[[host_speed]]`` entry of ``cpu`` for the line ``speed`` fitted on the sessions
     ``dirs`` (:func:`fit_speed`, which says how in ``lines``)."""
     import datetime as dt
+    import json
+    import shlex
     import textwrap
 
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sessions = " ".join(str(d) for d in dirs)
-    return "\n".join([
-        "[[host_speed]]", f'cpu = "{cpu}"', f'fitted_on = "{now}"',
-        f'command = "python -m validate.kafka_replication --fit-speed {sessions} '
-        f'--on-cpu \'{cpu}\'"',
+    command = shlex.join(["python", "-m", "validate.kafka_replication", "--fit-speed",
+                          *map(str, dirs), "--on-cpu", cpu])
+    return "\n".join([            # JSON's string escapes are TOML's basic string's
+        "[[host_speed]]", f"cpu = {json.dumps(cpu)}", f'fitted_on = "{now}"',
+        f"command = {json.dumps(command)}",
         *(f"# {part}" for line in lines for part in textwrap.wrap(line, 96)),
         f"wake_floor_us = {speed.wake_floor_s * 1e6:.1f}",
         f"costs_at_us = {speed.costs_at_s * 1e6:.1f}", ""])
@@ -766,11 +768,12 @@ def with_speed_entry(text: str | None, cpu: str, entry: str) -> tuple[str, bool]
     """The host-speed file ``text`` (None: no file yet) with ``cpu``'s entry set to
     ``entry`` (:func:`speed_entry`), every other CPU's kept as it stands; and whether an
     entry of ``cpu`` was replaced."""
+    import re
     import tomllib
 
     if text is None:
         return "\n".join(SPEED_HEADER) + "\n" + entry, False
-    head, *blocks = text.split("[[host_speed]]\n")
+    head, *blocks = re.split(r"(?m)^\[\[host_speed\]\]\n", text)
     out, replaced = [head], False
     for block in blocks:
         if tomllib.loads(block).get("cpu") == cpu:

@@ -407,7 +407,9 @@ ENTRY = '[[host_speed]]\ncpu = "AMD EPYC (family 25, model 1)"\n'
      r"\[\[host_speed\]\] cpu must name the CPU its line was fitted on .*; got None"),
     (2 * (ENTRY + "wake_floor_us = 80.0\ncosts_at_us = 30.0\n"),
      r"cpu 'AMD EPYC \(family 25, model 1\)' has two entries"),
-], ids=["negative", "missing", "not-a-number", "not-toml", "one-table", "no-cpu", "twice"])
+    ("host_speed = [80.0, 30.0]\n", r"cpu must name the CPU its line was fitted on"),
+], ids=["negative", "missing", "not-a-number", "not-toml", "one-table", "no-cpu", "twice",
+        "not-entries"])
 def test_a_host_speed_file_it_cannot_use_is_refused_naming_the_field(tmp_path, text, message):
     from validate.kafka_models import host_speed_model, speed_model_path
 
