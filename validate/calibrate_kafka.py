@@ -1432,16 +1432,20 @@ HOST_SPEED_NOTE = "# The host speed the costs above hold at by the broker JVM's 
 
 
 def host_speed_block(floor_s: float, at_s: float, how: str) -> list[str]:
-    """A broker file's ``[host_speed]`` table, with the comment that says what it is and
-    how it was measured (``how``): the lines :func:`broker_toml` and
+    """A broker file's ``[host_speed]`` table on this host's CPU, with the comment that says
+    what it is and how it was measured (``how``): the lines :func:`broker_toml` and
     :func:`write_costs_speed` write."""
+    import json
+
+    from validate import kafka_models
     return [HOST_SPEED_NOTE + how + " (each run's",
-            "# probe's wait lateness beyond the floor of models/kafka-host-speed-loopback.toml; a "
-            "run at another speed is",
-            "# predicted with the costs scaled in step, validate/calibrate_kafka.py's "
-            "fit_broker and held_out_broker).",
-            "[host_speed]", f"wake_floor_us = {floor_s * 1e6:.1f}",
-            f"costs_at_us = {at_s * 1e6:.1f}", ""]
+            "# probe's wait lateness beyond the floor of this CPU's line in "
+            "models/kafka-host-speed-loopback.toml; a run",
+            "# at another speed is predicted with the costs scaled in step, "
+            "validate/calibrate_kafka.py's fit_broker and",
+            "# held_out_broker; read on this CPU only).",
+            "[host_speed]", f"cpu = {json.dumps(kafka_models.cpu_name())}",
+            f"wake_floor_us = {floor_s * 1e6:.1f}", f"costs_at_us = {at_s * 1e6:.1f}", ""]
 
 
 def costs_speed(dirs: Sequence[Path], models_dir: Path) -> tuple[float, list[str]]:
@@ -1484,7 +1488,8 @@ def write_costs_speed(path: Path, floor_s: float, at_s: float, how: str) -> None
         table = lines.index("[host_speed]")
         start = next((i for i, line in enumerate(lines[:table])
                       if line.startswith(HOST_SPEED_NOTE)), table)
-        end = table + 3
+        end = next((i for i in range(table + 1, len(lines))
+                    if not lines[i].strip() or lines[i].startswith(("[", "#"))), len(lines))
         del lines[start:end + (end < len(lines) and not lines[end].strip())]
     at = next((i for i, line in enumerate(lines)
                if line.startswith("# the broker JVM's CPU (cores), measured beside")), len(lines))

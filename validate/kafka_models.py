@@ -150,13 +150,23 @@ def same_cpu(entry: str, cpu: str) -> bool:
 def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
     """The host speed at which the broker's costs of ``models_dir``'s
     ``kafka-broker-loopback.toml`` hold by the broker JVM's CPU (its ``[host_speed]``, written
-    by ``validate/calibrate_kafka.py`` from its ladder's runs); None for a file without one
-    (fitted before the host probe) or no file. Refused as :func:`host_speed_model`'s."""
+    by ``validate/calibrate_kafka.py`` from its ladder's runs or calibration sessions) on the
+    CPU it names (``cpu``: its speed is read against that CPU's floor); None for a file
+    without one (fitted before the host probe), one fitted on another CPU (a session then
+    scales the costs on its own CPU fit runs: ``calibrate_kafka.held_out_broker``) or no
+    file. A table without its ``cpu`` is refused, and figures as :func:`host_speed_model`'s."""
     path = broker_model_path(models_dir)
     if not path.is_file():
         return None
-    doc = _read_toml(path)
-    return _host_speed_of(doc["host_speed"], path) if "host_speed" in doc else None
+    table = _read_toml(path).get("host_speed")
+    if table is None:
+        return None
+    cpu = table.get("cpu")
+    if not isinstance(cpu, str) or not cpu.strip():
+        raise HarnessError(f"{path}: [host_speed] cpu must name the CPU its speed was measured "
+                           f"on (as validate/host_probe.py's cpu_name gives it); got {cpu!r}")
+    speed = _host_speed_of(table, path)
+    return speed if same_cpu(cpu, cpu_name()) else None
 
 
 def _read_toml(path: Path) -> dict:

@@ -782,10 +782,14 @@ def test_a_refit_keeps_the_models_files_follower_cold_start(monkeypatch):
         _keys(), TRUTH, strict=True)))[0]
 
 
-def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path, listed_cpu):
+def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path, listed_cpu,
+                                                                monkeypatch):
     # a fit at 59 us writes [host_speed] beside [broker] (the floor the runs' speeds were
-    # read against); read back, the rung is predicted at its runs' speed from it. A file
-    # without it (fitted before the probe, as the shipped one of 2026-11-28) reads None
+    # read against, this CPU's); read back on this CPU, the rung is predicted at its runs'
+    # speed from it. A file without it (fitted before the probe, as the shipped one of
+    # 2026-11-28) reads None, and so does one read on another CPU: its floor is not that
+    # CPU's (the session scales the costs on its own CPU fit runs instead)
+    import validate.kafka_models as km
     from validate.calibrate_kafka import broker_toml
     from validate.kafka_models import broker_model_path, broker_speed_model, host_speed_model
 
@@ -794,14 +798,24 @@ def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path, listed_
     broker = dict(zip(_keys(), TRUTH, strict=True))
     path = broker_model_path(tmp_path)
     path.write_text(broker_toml((broker, ["# notes"], 59e-6), {"broker": "test"}, []))
+    assert f'cpu = "{listed_cpu}"' in path.read_text()
     speed = broker_speed_model(tmp_path)
     assert speed is not None
     assert (speed.wake_floor_s, speed.costs_at_s) == pytest.approx((host.wake_floor_s, 59e-6))
+    monkeypatch.setattr(km, "cpu_name", lambda: "Another CPU (family 1, model 2)")
+    assert broker_speed_model(tmp_path) is None
+    monkeypatch.setattr(km, "cpu_name", lambda: listed_cpu)
     path.write_text(broker_toml((broker, ["# notes"], None), {"broker": "test"}, []))
     assert broker_speed_model(tmp_path) is None
     path.write_text("# a note naming [host_speed]\n" + path.read_text())   # a comment: no table
     assert broker_speed_model(tmp_path) is None
-    path.write_text(path.read_text() + "\n[host_speed]\nwake_floor_us = 80.7\ncosts_at_us = 0\n")
+    table = "\n[host_speed]\nwake_floor_us = 80.7\ncosts_at_us = 0\n"
+    path.write_text(path.read_text() + table)
+    with pytest.raises(HarnessError, match=r"\[host_speed\] cpu must name the CPU its speed "
+                                           r"was measured on .*; got None"):
+        broker_speed_model(tmp_path)
+    path.write_text(path.read_text().replace(table, f'\n[host_speed]\ncpu = "{listed_cpu}"'
+                                             + table.split("]", 1)[1]))
     with pytest.raises(HarnessError, match=r"\[host_speed\] costs_at_us must be a positive "
                                            r"number of microseconds; got 0"):
         broker_speed_model(tmp_path)
