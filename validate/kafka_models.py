@@ -104,11 +104,7 @@ def host_speed_lines(models_dir: Path = MODELS) -> dict[str, HostSpeed]:
                            f"naming its cpu; got a single [host_speed] table")
     out: dict[str, HostSpeed] = {}
     for entry in entries:
-        cpu = entry.get("cpu") if isinstance(entry, dict) else None
-        if not isinstance(cpu, str) or not cpu.strip():
-            raise HarnessError(f"{path}: [[host_speed]] cpu must name the CPU its line was "
-                               f"fitted on (as validate/host_probe.py's cpu_name gives it); "
-                               f"got {cpu!r}")
+        cpu = _cpu_of(entry, path, "[[host_speed]]", "its line was fitted on")
         if cpu in out:
             raise HarnessError(f"{path}: [[host_speed]] cpu {cpu!r} has two entries")
         out[cpu] = _host_speed_of(entry, path, f"[[host_speed]] cpu = {cpu!r}:")
@@ -161,12 +157,19 @@ def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
     table = _read_toml(path).get("host_speed")
     if table is None:
         return None
-    cpu = table.get("cpu")
-    if not isinstance(cpu, str) or not cpu.strip():
-        raise HarnessError(f"{path}: [host_speed] cpu must name the CPU its speed was measured "
-                           f"on (as validate/host_probe.py's cpu_name gives it); got {cpu!r}")
+    cpu = _cpu_of(table, path, "[host_speed]", "its speed was measured on")
     speed = _host_speed_of(table, path)
     return speed if same_cpu(cpu, cpu_name()) else None
+
+
+def _cpu_of(table: object, path: Path, where: str, what: str) -> str:
+    """The ``cpu`` of a ``[host_speed]`` table or entry (``where`` in ``path``), refused,
+    naming them, unless it is a table naming a CPU (the one ``what`` says)."""
+    cpu = table.get("cpu") if isinstance(table, dict) else None
+    if not isinstance(cpu, str) or not cpu.strip():
+        raise HarnessError(f"{path}: {where} cpu must name the CPU {what} (as "
+                           f"validate/host_probe.py's cpu_name gives it); got {cpu!r}")
+    return cpu
 
 
 def _read_toml(path: Path) -> dict:
