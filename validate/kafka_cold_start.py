@@ -56,7 +56,7 @@ The same ramp, two more sessions the same day (two rounds each):
 
 Not in ``models/kafka-broker-loopback.toml``. Its costs are fitted on the calibration's
 ladder (the whole JVM, 1-32 partitions, linger 10-100 ms, Poisson feeds), which fits a step
-better than the ramp (``validate/calibrate_kafka.py``'s ``COLD_AFTER_GRID_US``); and the
+better than the ramp (``validate/broker_costs.py``'s ``COLD_AFTER_GRID_US``); and the
 request path's CPU at one configuration differs between sessions by more than the ramp
 moves it: 4 partitions at linger 10 ms and 1000 msg/s (the ladder's ``CPU_FIT``, ~290
 requests/s) read 365-455 us per produce request on a fresh broker in three rounds here, and
@@ -197,7 +197,7 @@ def model_per_request(gap_ms: float, broker: dict,
     """The model's broker CPU per produce request (us) and cold starts per request, for the
     run at ``gap_ms`` (``feed``) with ``broker``'s costs."""
     from simbatch.kafka import simulate
-    from validate.calibrate_kafka import Fitted, model_case
+    from validate.kafka_fit import Fitted, model_case
 
     model = tomllib.loads((HERE.parent / "models" / "kafka-loopback.toml").read_text())
     cfg = gap_config(gap_ms, feed)
@@ -282,7 +282,7 @@ def follower_cold_us(runs: pd.DataFrame, speed: HostSpeed | None = None) -> floa
     median fetcher CPU per append less the shortest gap's; with ``speed`` (the broker
     file's ``[host_speed]``) and runs that carry the host probe's lateness, each run's CPU
     taken at the speed the file's costs hold at first, as the ladder's are
-    (validate/calibrate_kafka.py's ``fit_broker``)."""
+    (validate/broker_costs.py's ``fit_broker``)."""
     per = at_file_speed(runs, speed)
     med = per.groupby(runs["gap_ms"]).median()
     return float(med.iloc[-1] - med.iloc[0])

@@ -65,9 +65,9 @@ class HostSpeed:
 
     def cpu_costs_at(self, runs: list[np.ndarray], factor: float) -> float:
         """The speed at which the broker's costs hold as its CPU time measures it: the median
-        speed of ``runs`` (a calibration session's :data:`~validate.calibrate_kafka.CPU_FIT`
+        speed of ``runs`` (a calibration session's :data:`~validate.kafka_grid.CPU_FIT`
         runs) over ``factor``, what the shipped costs were scaled by to fit those runs' CPU
-        (:func:`~validate.calibrate_kafka.held_out_broker`); NaN without the probe's figures
+        (:func:`~validate.broker_costs.held_out_broker`); NaN without the probe's figures
         or a positive factor. Not :attr:`costs_at_s`, which is fitted on the acks (see
         ``validate/kafka_replication.py``'s docstring, "What the costs' speed holds")."""
         speeds = [s for s in map(self.of, runs) if np.isfinite(s)]
@@ -149,7 +149,7 @@ def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
     by ``validate/calibrate_kafka.py`` from its ladder's runs or calibration sessions) on the
     CPU it names (``cpu``: its speed is read against that CPU's floor); None for a file
     without one (fitted before the host probe), one fitted on another CPU (a session then
-    scales the costs on its own CPU fit runs: ``calibrate_kafka.held_out_broker``) or no
+    scales the costs on its own CPU fit runs: ``broker_costs.held_out_broker``) or no
     file. A table without its ``cpu`` is refused, and figures as :func:`host_speed_model`'s."""
     path = broker_model_path(models_dir)
     if not path.is_file():

@@ -26,7 +26,7 @@ sizes), and the produce and fetch requests the clients sent (librdkafka's statis
 The fit: the request path's CPU in cores = a request's cost x (produce + fetch requests)/s +
 a record's cost x records/s + a constant; beside it, each design point's serving CPU (the
 JVM's less its JIT compiler's, as the calibration counts it:
-``validate.calibrate_kafka.serving_cpu_s``) and its collector's. A fresh broker's compiler
+``validate.broker_costs.serving_cpu_s``) and its collector's. A fresh broker's compiler
 recompiles the large-request path for a minute or more (measured 2026-11-27: 1.3-1.7 s of
 compiler CPU in each of the first 6 s rounds, the request path's CPU falling by two thirds),
 so :data:`WARM_ROUNDS` rounds come first and are not fitted.
@@ -238,7 +238,7 @@ def fit(rounds: Sequence[Round], cores: Callable[[Round], float]) -> Costs:
 
 def record_cost(rounds: Sequence[Round]) -> Costs:
     """A record's cost to the broker JVM's CPU less its compiler's (as the calibration's
-    ladder counts it, ``validate.calibrate_kafka.serving_cpu_s``) and its collector's, told
+    ladder counts it, ``validate.broker_costs.serving_cpu_s``) and its collector's, told
     from a request's by the design (module docstring): the collector's share at these
     requests swings with the heap's state (0 to 0.6 cores, 2026-11-28), not with the
     records, and the model leaves it out."""

@@ -198,7 +198,7 @@ CPU has none predicts no run at its speed: the at-speed rows skip, naming the co
 broker file's own ``[host_speed]`` (the speed its costs hold at by the broker's CPU, 70.4 us
 beyond 80.7) names its CPU too (2026-12-06's) and is read on that CPU only: elsewhere a
 calibration session scales the file's costs on its own CPU fit runs
-(``calibrate_kafka.held_out_broker``), as it did before the probe. On this VM that reads the
+(``broker_costs.held_out_broker``), as it did before the probe. On this VM that reads the
 dense rung's broker CPU -9, -4 and -4 % off (x 1.12, 1.18 and 1.10: CI 146, the job after it, CI
 147; ``--ci --from-csv`` on their runs), where 2026-12-06's line read across CPUs gave -17, -9
 and -9 %; the rung's p99 (a non-strict xfail) read 15.88, 14.53 and 15.58 ms against 16.92,
@@ -206,10 +206,10 @@ and -9 %; the rung's p99 (a non-strict xfail) read 15.88, 14.53 and 15.58 ms aga
 
 What the costs' speed holds: not the broker's CPU alone. A calibration session that scales
 the models file's broker costs by one factor to fit its ``CPU_FIT`` runs' CPU (the JVM's,
-from ``/proc``: ``calibrate_kafka.held_out_broker``) measures the speed at which the costs
+from ``/proc``: ``broker_costs.held_out_broker``) measures the speed at which the costs
 hold by CPU time there, since those runs carry the probe too (``HostSpeed.cpu_costs_at``;
 the broker file states it since 2026-12-06, 70.4 us from CI 98-101's sessions,
-``calibrate_kafka.costs_speed``). In the four fresh-clone CI jobs with the probe whose
+``broker_costs.costs_speed``). In the four fresh-clone CI jobs with the probe whose
 runs were kept (98-101) the factor read 0.61, 0.55, 0.40 and 0.42 at those runs' speeds of
 47.4, 38.2, 28.8 and 28.8 us: the broker's CPU follows the probe's speed, and the costs hold
 at 77, 69, 72 and 69 us, not the 32.5 the acks fit. At 70 us the runs at three replicas of
@@ -221,7 +221,7 @@ model lacks, as broker CPU that the JVM does not burn (2.1 times its CPU at a ru
 the at-speed rows are judged with the fitted figure all the same: it is shared by every
 configuration and was fitted on sparse runs alone.
 
-A models file fitted at a stated host speed (``calibrate_kafka.fit_broker``'s
+A models file fitted at a stated host speed (``broker_costs.fit_broker``'s
 ``[host_speed]``; tried 2026-12-06, not shipped): this VM's ladder refitted so (164 us a
 request unit, a cold start 361, a record 0.81, at 59.0 us) with the followers' cold start
 measured on this VM and taken at that speed too (``python -m validate.kafka_cold_start
@@ -327,7 +327,7 @@ configuration at three replicas (2026-11-29, ``validate.kafka_harness.fetcher_cp
 cluster warmed as above), where the model's followers use 189 (550-800 against 644 on the
 sparse one).
 
-The client's round trip and the consumer's fetch time (``validate.calibrate_kafka.fit``) are
+The client's round trip and the consumer's fetch time (``validate.kafka_fit.fit``) are
 fitted on the ``sparse`` runs at replication 1, one per run, as the calibration does; the
 model then predicts every configuration's p50 and p99 (median over runs of each run's
 figure) with the shipped broker costs on three brokers sharing 2 cores (``colocated``: the
@@ -354,15 +354,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from validate.calibrate_kafka import (
-    Fitted,
-    consume_after_ack,
-    fit_runs,
-    noise,
-    predict,
-    run_percentile,
-)
+from validate.calibrate_kafka import noise, predict
 from validate.host_probe import cpu_name
+from validate.kafka_fit import Fitted, consume_after_ack, fit_runs, run_percentile
 from validate.kafka_harness import HarnessConfig, HarnessError, read_csv, run, thread_usage
 from validate.kafka_models import (
     HostSpeed,
@@ -424,7 +418,7 @@ class Row:
     fitted_on: bool
     measured_after_ack: float = float("nan")
     """Where the consumer reads a record against its ack: the median message's consume
-    minus ack time (``calibrate_kafka.consume_after_ack``), seconds."""
+    minus ack time (``kafka_fit.consume_after_ack``), seconds."""
     predicted_after_ack: float = float("nan")
 
 
@@ -541,7 +535,7 @@ def model_cpu(seeds: int = 3) -> dict[int, float]:
     import tomllib
 
     from simbatch.kafka import simulate as simulate_kafka
-    from validate.calibrate_kafka import Fitted, model_case
+    from validate.kafka_fit import Fitted, model_case
 
     models = HERE.parent / "models"
     fitted = Fitted.from_model(tomllib.loads((models / "kafka-loopback.toml").read_text()))
@@ -576,9 +570,9 @@ CPU_ON = ("dense", 1)
 def judge(runs: dict, per_run: int = 5) -> tuple[list[Row], str]:
     """Fit each client on its :data:`FITS` runs, predict every configuration (module
     docstring); the rows, and a line with the three JVMs' CPU on :data:`CPU_ON`'s runs
-    beyond their idle CPU, less their compilers' (``calibrate_kafka.work_cores``), measured
+    beyond their idle CPU, less their compilers' (``broker_costs.work_cores``), measured
     beside the model's."""
-    from validate.calibrate_kafka import work_cores
+    from validate.broker_costs import work_cores
 
     fits = {client: fit_runs(runs[f]) for client, f in FITS.items() if f in runs}
     broker = model_broker(HERE.parent / "models")

@@ -31,18 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from validate.calibrate_kafka import (
-    CONFIGS,
-    CPU_CONFIGS,
-    CPU_FIT,
-    WARMUP,
-    Fitted,
-    kept,
-    model_path,
-    percentile,
-    predict,
-    serving_cpu_s,
-)
+from validate.broker_costs import serving_cpu_s
+from validate.calibrate_kafka import WARMUP, model_path, predict
+from validate.kafka_fit import Fitted, kept, percentile
+from validate.kafka_grid import CONFIGS, CPU_CONFIGS, CPU_FIT
 from validate.kafka_models import MODELS, broker_model_path, model_broker
 
 HERE = Path(__file__).resolve().parent

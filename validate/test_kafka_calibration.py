@@ -1,5 +1,5 @@
 """Calibration suite against the real broker (issues 3 and 12): the CI subset of the grid
-(``validate.calibrate_kafka.CI_CONFIGS``: each client, librdkafka, franz-go and the Java
+(``validate.kafka_grid.CI_CONFIGS``: each client, librdkafka, franz-go and the Java
 producer, at linger 1 s and P = 32, librdkafka at linger 10 ms, the deadline outer batcher,
 and each client's fit) measured on the broker the fixture started (or the user's cluster,
 ``SIMBATCH_KAFKA_BOOTSTRAP``) and predicted by the model in the same run, printed side by
@@ -32,10 +32,6 @@ import numpy as np
 import pytest
 
 from validate.calibrate_kafka import (
-    CI_CONFIGS,
-    CONFIGS,
-    CPU_CONFIGS,
-    FIT,
     INT_LATENCY_BAND_S,
     compare,
     measure,
@@ -43,6 +39,7 @@ from validate.calibrate_kafka import (
     where_cpu_went,
 )
 from validate.conftest import need
+from validate.kafka_grid import CI_CONFIGS, CONFIGS, CPU_CONFIGS, FIT
 from validate.kafka_harness import HarnessConfig, HarnessError, run
 
 pytestmark = pytest.mark.kafka
@@ -64,7 +61,7 @@ def calibration(kafka_broker, harnesses, tmp_path_factory):
 
 
 def test_the_grid_covers_what_the_model_claims():
-    from validate.calibrate_kafka import CLIENTS
+    from validate.kafka_grid import CLIENTS
 
     for client in CLIENTS:
         mine = [c for c in CONFIGS.values() if c.client == client]
@@ -126,7 +123,7 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 
 
 # Issue 14's targets that do not hold on this machine, with the figures measured (see the
-# module docstring of validate/calibrate_kafka.py for the mechanism looked for).
+# docstring of simbatch/kafka/gc.py, "Not modelled either", for the mechanism looked for).
 NOT_YET: dict[tuple[str, str], str] = {
     ("linger10-p32-1000ps-dense", "p99"): "issue 14 open: the model's young pauses are drawn "
     "from the session's other runs' (fitted_gc), and when those hold one long pause every "
@@ -175,7 +172,7 @@ NOT_YET: dict[tuple[str, str], str] = {
 # under 20 ms) and -11 % in CI 90 (14.11 / 12.52).
 # Since 2026-12-06 the models file states the host speed its costs hold at ([host_speed],
 # measured on CI 98-101's sessions: 70.4 us), and the rung's broker CPU is predicted at each
-# run's speed with nothing fitted on the session (validate/calibrate_kafka.py, "The host's
+# run's speed with nothing fitted on the session (validate/broker_costs.py, "The host's
 # speed": CI 103-109's kept runs, held out, +3, 0, -4, +2, +10 and -1 %). The figures below
 # are of the factor fitted on each session's CPU_FIT runs, before.
 # The rung's broker CPU was here until 2026-11-29, a non-strict xfail, with a strict 50 %
@@ -243,7 +240,7 @@ def test_the_clients_internal_latency_is_printed_beside_the_model_s():
 def test_the_broker_costs_fitted_at_a_host_speed_give_back_each_run_s_cpu_at_its_own():
     # the synthetic ladder's runs at host speeds 30 to 90 us, each burning its work at the
     # true costs (holding at 60 us) scaled to its speed: the fit at 60 us finds the true costs
-    from validate.calibrate_kafka import at_speed, fit_broker, speed_of
+    from validate.broker_costs import at_speed, fit_broker, speed_of
 
     samples = _synthetic_samples()
     speeds = np.linspace(30e-6, 90e-6, len(samples))
@@ -270,7 +267,8 @@ def test_the_broker_costs_fitted_at_a_host_speed_give_back_each_run_s_cpu_at_its
 def test_the_costs_a_cpu_configuration_is_predicted_with_are_printed_with_their_speed(
         listed_cpu):
     # the models file's costs holding at 60 us, a rung whose runs read 30 us beyond the floor
-    from validate.calibrate_kafka import HERE, Measured
+    from validate.calibrate_kafka import HERE
+    from validate.kafka_fit import Measured
     from validate.kafka_harness import COLUMNS
     from validate.kafka_models import host_speed_model, model_broker
 
@@ -366,15 +364,16 @@ def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_a
     # each kept run must come with the fit run measured just before it, and a pair with a
     # noisy run in it must be measured again, not kept
     import validate.calibrate_kafka as ck
+    from validate.kafka_grid import FIT, FIT_CONFIG, fit_config
     from validate.kafka_harness import COLUMNS
 
     calls: list[str] = []
     noisy_calls = {3, 4}          # the 2nd pair: its fit run and its configuration run
-    names = [ck.FIT_CONFIG, "linger10-p8-sparse", "linger1000-p32-sparse",
-             ck.FIT["java"], "java-linger10-p1-sparse"]
+    names = [FIT_CONFIG, "linger10-p8-sparse", "linger1000-p32-sparse",
+             FIT["java"], "java-linger10-p1-sparse"]
 
     def fake_run(bootstrap, cfg, out_csv=None, broker_pid=None):
-        name = next((n for n, c in ck.CONFIGS.items() if c == cfg), "warmup")
+        name = next((n for n, c in CONFIGS.items() if c == cfg), "warmup")
         calls.append(name)
         rec = np.zeros(5, dtype=[(c, "f8") for c in COLUMNS])
         rec["msg"] = len(calls) - 1                     # which call measured it
@@ -392,18 +391,18 @@ def test_runs_are_paired_with_the_fit_run_before_them_and_noisy_pairs_measured_a
         assert len(m.runs) == len(m.fit_runs) == 2
         for run_, fit_run in zip(m.runs, m.fit_runs, strict=True):
             assert ck.noise(run_) <= 1 and ck.noise(fit_run) <= 1
-            if name not in ck.FIT.values():
+            if name not in FIT.values():
                 i = int(run_["msg"][0])
                 assert calls[i] == name and int(fit_run["msg"][0]) == i - 1
-                assert calls[i - 1] == ck.fit_config(name)     # its own client's fit
-    assert calls[1:7] == [ck.FIT_CONFIG, first] * 3          # the noisy pair measured again
-    assert calls[7:9] == [ck.FIT["java"], "java-linger10-p1-sparse"]   # clients in turn
+                assert calls[i - 1] == fit_config(name)     # its own client's fit
+    assert calls[1:7] == [FIT_CONFIG, first] * 3          # the noisy pair measured again
+    assert calls[7:9] == [FIT["java"], "java-linger10-p1-sparse"]   # clients in turn
     assert ck.DISCARDED[first] == [(0.0, 0.5)]
     assert (tmp_path / f"{first}.run1.fit.csv").exists()
 
 
 def test_the_grid_takes_dense_multi_partition_feeds_from_idle_to_saturation():
-    from validate.calibrate_kafka import (
+    from validate.kafka_grid import (
         CPU_FIT,
         DENSE_RATES,
         RECORD_CONFIGS,
@@ -449,7 +448,9 @@ LADDER = ("linger10-p8-500ps-dense", "linger10-p32-250ps-dense", "linger10-p32-2
 def _synthetic_samples(costs=TRUTH, configs=LADDER + ("linger100-p8-2000ps-dense",)):
     """One run of each rate and partition count the fit sees (``configs`` besides the fit
     and CPU fit runs), whose broker did exactly the model's work at ``costs``."""
-    from validate.calibrate_kafka import CPU_FIT, CpuSample, Fitted
+    from validate.broker_costs import CpuSample
+    from validate.kafka_fit import Fitted
+    from validate.kafka_grid import CPU_FIT
 
     fitted = Fitted(0.8, (1.0,), 0.3, (1.0,))
     out = []
@@ -468,7 +469,7 @@ def test_the_broker_costs_fitted_on_runs_give_back_their_cpu():
     # runs whose CPU is the model's own at known costs, from idle (one partition, 40
     # requests/s, every request cold) to 2000 msg/s over 32 partitions (mostly warm): the
     # fit finds the idle time, costs near the true ones, and gives every run's CPU back
-    from validate.calibrate_kafka import fit_broker
+    from validate.broker_costs import fit_broker
 
     samples = _synthetic_samples()
     broker = fit_broker(samples, record_cpu_us=TRUTH[3])
@@ -483,7 +484,8 @@ def test_the_broker_costs_fitted_on_runs_give_back_their_cpu():
 def test_a_models_files_ramp_is_kept_when_its_costs_are_scaled():
     # a user's file whose cold start grows over a ramp (as validate/kafka_cold_start.py
     # measured): a small session scales its costs and keeps its growth
-    from validate.calibrate_kafka import CPU_FIT, fit_broker
+    from validate.broker_costs import fit_broker
+    from validate.kafka_grid import CPU_FIT
 
     truth = (*TRUTH[:N_COSTS], 1000.0, 6000.0)
     samples = [s for s in _synthetic_samples(costs=truth)
@@ -496,7 +498,8 @@ def test_a_models_files_ramp_is_kept_when_its_costs_are_scaled():
 def test_a_small_session_scales_the_models_files_costs():
     # CI's session cannot tell a cold start from a partition fetched: the models/ file's
     # costs at half the truth are scaled back by the one factor its runs give
-    from validate.calibrate_kafka import CPU_FIT, fit_broker
+    from validate.broker_costs import fit_broker
+    from validate.kafka_grid import CPU_FIT
 
     samples = [s for s in _synthetic_samples() if s.config in (FIT["librdkafka"], CPU_FIT)]
     half = dict(zip(_keys(), (*(c / 2 for c in TRUTH[:N_COSTS]), *TRUTH[N_COSTS:]),
@@ -508,7 +511,7 @@ def test_a_rung_is_predicted_from_the_other_runs_or_the_models_file():
     # held out, the 8-partition rung leaves no 8-partition runs to tell a partition's cost
     # from a cold start's: it takes the models/ file's costs, scaled on CPU_FIT's runs; a
     # 32-partition rung leaves both counts, and is fitted on the session's own runs
-    from validate.calibrate_kafka import held_out_broker, separable
+    from validate.broker_costs import held_out_broker, separable
 
     samples = _synthetic_samples(costs=(*TRUTH[:3], 0.0, *TRUTH[N_COSTS:]), configs=LADDER)
     shape = dict(zip(_keys(), (100.0, 100.0, 1.0, 1.0, 500.0, 0.0), strict=True))
@@ -528,7 +531,7 @@ def test_a_rung_is_predicted_from_the_other_runs_or_the_models_file():
 
 
 def _keys():
-    from validate.calibrate_kafka import COSTS, SHAPE
+    from validate.broker_costs import COSTS, SHAPE
 
     return (*COSTS, *SHAPE)
 
@@ -537,7 +540,7 @@ def test_a_records_cost_is_given_to_the_ladders_fit_not_fitted_on_it():
     # the ladder's requests carry 1-100 records, too few to tell a record's cost (the
     # sessions of 2026-11-26 to 11-28 fitted 3.6, 2.6, 1.24 and 0.98 +- 1.5 us on them): the
     # fit takes it as given (kafka_record_cost.py's design measures it) and finds the rest
-    from validate.calibrate_kafka import fit_broker
+    from validate.broker_costs import fit_broker
 
     samples = _synthetic_samples()
     assert _costs(fit_broker(samples, record_cpu_us=TRUTH[3]))[:N_COSTS] == pytest.approx(
@@ -549,7 +552,7 @@ def test_a_records_cost_is_given_to_the_ladders_fit_not_fitted_on_it():
 
 
 def test_a_rounds_file_it_cannot_read_is_refused_with_the_path(tmp_path):
-    from validate.calibrate_kafka import session_record_cost
+    from validate.broker_costs import session_record_cost
     from validate.kafka_harness import HarnessError
     from validate.kafka_record_cost import CSV_NAME
 
@@ -648,7 +651,7 @@ def test_the_model_s_collections_are_printed_beside_the_measured_ones():
 def test_the_pauses_the_model_draws_are_printed_beside_the_rung_s_own():
     # the configuration's own pauses (and what each left in the survivor spaces) against
     # the session's other runs' pauses, which the model resamples
-    from validate.calibrate_kafka import measured_pauses
+    from validate.broker_gc import measured_pauses
     from validate.kafka_harness import COLUMNS
 
     runs = []
@@ -684,7 +687,9 @@ def test_the_collections_fitted_on_the_other_configurations_give_back_their_allo
     # a session whose broker allocates 20 KB per produce request and 3 KB per partition of
     # each fetch: fitted_gc finds both from every configuration's runs but the one held
     # out (the one predicted with it), and pools their pauses and Remarks
-    from validate.calibrate_kafka import CPU_FIT, Measured, fitted_gc
+    from validate.broker_gc import fitted_gc
+    from validate.kafka_fit import Measured
+    from validate.kafka_grid import CPU_FIT
     from validate.kafka_harness import COLUMNS
 
     def rec(name, requests, fetches, pauses, remarks=(), kb_per_request=20):
@@ -724,7 +729,7 @@ def test_each_fitted_cost_gets_a_standard_error_from_the_residuals():
     # runs whose CPU is the model's own at the truth leave no residual: every cost fitted
     # is exact; noise on the runs' CPU gives each a spread; a record's cost, given to
     # the fit, has none
-    from validate.calibrate_kafka import COSTS, FITTED, cost_errors, fit_broker
+    from validate.broker_costs import COSTS, FITTED, cost_errors, fit_broker
 
     truth = dict(zip(_keys(), TRUTH, strict=True))
     samples = _synthetic_samples()
@@ -740,7 +745,7 @@ def test_each_fitted_cost_gets_a_standard_error_from_the_residuals():
 def test_the_broker_cpu_judged_leaves_out_the_jit_compilers_bursts():
     # 2.4 s of the JVM's CPU over a 4 s run, 0.4 s of it the JIT compiler's: 0.5 cores serve
     # the traffic; a run recorded before the harness split the JVM's threads keeps its whole
-    from validate.calibrate_kafka import measured_cpu, serving_cpu_s
+    from validate.broker_costs import measured_cpu, serving_cpu_s
 
     names = ["broker_cpu_s", "broker_jit_cpu_s", "timed_s"]
     run = np.array([(2.4, 0.4, 4.0)], dtype=[(n, float) for n in names])
@@ -769,16 +774,16 @@ def test_the_model_s_internal_latency_is_taken_per_statistics_window():
 def test_a_refit_keeps_the_models_files_follower_cold_start(monkeypatch):
     # the ladder runs on one broker and cannot see a follower: a refit keeps the value that
     # validate/kafka_cold_start.py --replicas 3 measured, and says where it comes from
-    import validate.calibrate_kafka as ck
+    import validate.broker_costs as bc
 
     samples = _synthetic_samples()
-    monkeypatch.setattr(ck, "cpu_samples", lambda results: samples)
+    monkeypatch.setattr(bc, "cpu_samples", lambda results: samples)
     shape = {**dict(zip(_keys(), TRUTH, strict=True)), "follower_cold_us": 165.0}
-    broker, notes, at_s = ck.fitted_broker({}, None, shape)
+    broker, notes, at_s = bc.fitted_broker({}, None, shape)
     assert at_s is None                     # runs without the probe: at their own speed
     assert broker["follower_cold_us"] == 165.0
     assert any("follower_cold_us" in n and "--replicas 3" in n for n in notes)
-    assert "follower_cold_us" not in ck.fitted_broker({}, None, dict(zip(
+    assert "follower_cold_us" not in bc.fitted_broker({}, None, dict(zip(
         _keys(), TRUTH, strict=True)))[0]
 
 
@@ -790,7 +795,7 @@ def test_a_ladder_s_file_says_the_host_speed_its_costs_hold_at(tmp_path, listed_
     # 2026-11-28) reads None, and so does one read on another CPU: its floor is not that
     # CPU's (the session scales the costs on its own CPU fit runs instead)
     import validate.kafka_models as km
-    from validate.calibrate_kafka import broker_toml
+    from validate.broker_costs import broker_toml
     from validate.kafka_models import broker_model_path, broker_speed_model, host_speed_model
 
     host = host_speed_model()
@@ -828,45 +833,45 @@ def test_the_speed_a_file_s_costs_hold_at_is_measured_on_sessions_and_written(
     import shutil
     from pathlib import Path
 
-    import validate.calibrate_kafka as ck
+    import validate.broker_costs as bc
     from validate.kafka_harness import COLUMNS
-    from validate.kafka_models import broker_speed_model, host_speed_model
+    from validate.kafka_models import MODELS, broker_speed_model, host_speed_model
 
     models = tmp_path / "models"
     models.mkdir()
     for name in ("kafka-broker-loopback.toml", "kafka-host-speed-loopback.toml"):
-        shutil.copy(ck.HERE.parent / "models" / name, models / name)
-    shape = ck.model_broker(models)
+        shutil.copy(MODELS / name, models / name)
+    shape = bc.model_broker(models)
     host = host_speed_model(models)
     assert shape is not None and host is not None
     sessions = {"a": (0.5, 30e-6), "b": (0.4, 28e-6), "c": (0.6, 39e-6)}
 
     def samples_at(factor):
-        costs = tuple(float(shape[k]) * factor for k in ck.COSTS) + ck.cold_shape(shape)
-        return [s for s in _synthetic_samples(costs=costs) if s.config == ck.CPU_FIT]
+        costs = tuple(float(shape[k]) * factor for k in bc.COSTS) + bc.cold_shape(shape)
+        return [s for s in _synthetic_samples(costs=costs) if s.config == bc.CPU_FIT]
 
     def measured(d, names=None):
         factor, speed = sessions[Path(d).name]
         rec = np.zeros(4, dtype=[(c, "f8") for c in COLUMNS])
         rec["host_wake_s"] = host.wake_floor_s + speed
-        monkeypatch.setattr(ck, "cpu_samples", lambda results: samples_at(factor))
-        return {next(iter(CPU_CONFIGS)): ck.Measured([rec], [rec], [rec])}
+        monkeypatch.setattr(bc, "cpu_samples", lambda results: samples_at(factor))
+        return {next(iter(CPU_CONFIGS)): bc.Measured([rec], [rec], [rec])}
 
-    monkeypatch.setattr(ck, "read_measurements", measured)
-    at_s, lines = ck.costs_speed([tmp_path / n for n in sessions], models)
+    monkeypatch.setattr(bc, "read_measurements", measured)
+    at_s, lines = bc.costs_speed([tmp_path / n for n in sessions], models)
     assert at_s == pytest.approx(65e-6, rel=0.02)
     assert [float(x.split("hold at ")[1].split(" us")[0]) for x in lines] == pytest.approx(
         [60.0, 70.0, 65.0], rel=0.02)
-    path = ck.broker_model_path(models)
+    path = bc.broker_model_path(models)
     for _ in range(2):                       # written again: replaced, not added
-        ck.write_costs_speed(path, host.wake_floor_s, at_s, "three sessions' median")
+        bc.write_costs_speed(path, host.wake_floor_s, at_s, "three sessions' median")
     text = path.read_text()
-    assert text.splitlines().count("[host_speed]") == 1 and ck.model_broker(models) == shape
+    assert text.splitlines().count("[host_speed]") == 1 and bc.model_broker(models) == shape
     assert broker_speed_model(models).costs_at_s == pytest.approx(65e-6, abs=1e-7)
     assert "scaled by its own CPU fit runs" not in text
     # a table without the comment above it is replaced all the same
     path.write_text("\n".join(x for x in text.splitlines() if not x.startswith(
-        ck.HOST_SPEED_NOTE)) + "\n")
-    ck.write_costs_speed(path, host.wake_floor_s, 70e-6, "one session's")
+        bc.HOST_SPEED_NOTE)) + "\n")
+    bc.write_costs_speed(path, host.wake_floor_s, 70e-6, "one session's")
     assert path.read_text().splitlines().count("[host_speed]") == 1
     assert broker_speed_model(models).costs_at_s == pytest.approx(70e-6, abs=1e-7)

@@ -14,9 +14,10 @@ import time
 import numpy as np
 import pytest
 
-from validate.calibrate_kafka import CI_CONFIGS, models_dir_for
+from validate.calibrate_kafka import models_dir_for
 from validate.conftest import need
 from validate.kafka_broker import free_port
+from validate.kafka_grid import CI_CONFIGS
 from validate.kafka_harness import (
     ENV,
     HERE,

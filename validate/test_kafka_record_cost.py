@@ -59,7 +59,7 @@ def test_the_fit_recovers_a_request_s_and_a_record_s_cost():
 def test_the_calibration_takes_the_record_cost_from_the_sessions_rounds(tmp_path):
     # a ladder session's out-dir holding the design's rounds gives the ladder's fit their
     # serving CPU's record cost; without them, the models file's
-    from validate.calibrate_kafka import given_record_cpu_us, session_record_cost
+    from validate.broker_costs import given_record_cpu_us, session_record_cost
 
     assert session_record_cost(tmp_path) is None
     assert given_record_cpu_us(None, {"record_cpu_us": 2.5}) == 2.5

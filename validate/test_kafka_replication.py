@@ -22,8 +22,8 @@ import re
 import numpy as np
 import pytest
 
-from validate.calibrate_kafka import run_percentile
 from validate.conftest import need
+from validate.kafka_fit import run_percentile
 from validate.kafka_harness import HarnessConfig, HarnessError, run
 from validate.kafka_models import host_speed_model, no_speed_line
 from validate.kafka_replication import at_host_speed, judge, measure, speed_table, table

@@ -71,7 +71,7 @@ def _predict(case: Any, cfg: Any, masks: list[np.ndarray], per_run: int = 9
              ) -> dict[str, float]:
     from simbatch.core.streams import replication_seed
     from simbatch.kafka import simulate
-    from validate.calibrate_kafka import percentile
+    from validate.kafka_fit import percentile
     from validate.kafka_harness import scheduled_gaps_s
 
     traced = dataclasses.replace(case, name=cfg.label, workload=dataclasses.replace(
@@ -88,8 +88,8 @@ def _predict(case: Any, cfg: Any, masks: list[np.ndarray], per_run: int = 9
 def verify(recommendation: Any, top: int = 2, repeats: int = 3,
            bootstrap: str | None = None) -> list[Verified]:
     """Measure the recommendation and the next best (``top`` in all) on the real system."""
-    from validate.calibrate_kafka import kept
     from validate.kafka_broker import KafkaBroker
+    from validate.kafka_fit import kept
     from validate.kafka_harness import run, user_bootstrap
 
     q = recommendation.question

@@ -49,7 +49,7 @@ step charges 1.4-2x between 1.5 and 5 ms. The local broker's file
 (``models/kafka-broker-loopback.toml``) keeps a step all the same: the calibration's ladder,
 whose whole-JVM CPU its costs are fitted on, fits a step better than that ramp, and the
 replication suite's sparse predictions are worse with the ramp
-(``validate/calibrate_kafka.py``'s ``COLD_AFTER_GRID_US`` has the figures).
+(``validate/broker_costs.py``'s ``COLD_AFTER_GRID_US`` has the figures).
 Measured (``validate/calibrate_kafka.py``'s dense ladder, per thread from ``/proc``): the
 request path's CPU per produce request falls with the rate, from 764 to 373 us between 250
 and 2000 msg/s over 32 partitions, its context switches per request from 9.0 to 7.3 and its

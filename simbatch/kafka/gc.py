@@ -31,7 +31,7 @@ passes the initiating occupancy (``G1Policy::need_to_start_conc_mark``,
 ``src/hotspot/share/gc/g1/g1Policy.cpp``), which promotion by
 young collections fills, so cycles come at a measured rate per young collection
 (``remarks_per_young``, from ``jstat``'s concurrent-pause count over the calibration's
-runs, ``validate/calibrate_kafka.py``'s ``fitted_gc``), each
+runs, ``validate/broker_gc.py``'s ``fitted_gc``), each
 ending ``marking_ms`` after the young pause that started it in a Remark of a length
 resampled from ``remark_ms`` (measured: ``-Xlog:gc`` on the local broker, 2026-11-23,
 Concurrent Start to Remark 46 and 51 ms; Remarks of 7-16 ms, 2-3 per 4 s beside 5 young
