@@ -55,8 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from validate.calibrate_gobatcher import read_csv
 from validate.gobatcher_processors import kind_of
+from validate.gobatcher_runs import read_csv
 
 SITES = (("put", "selectnbsend"), ("recv", "selectnbrecv"), ("select", "selectgo"))
 """Each channel-lock site and the runtime function in its stack that names it."""

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from validate.calibrate_gobatcher import few_flushes, one_per_transaction, read_csv
+from validate.calibrate_gobatcher import few_flushes, one_per_transaction
+from validate.gobatcher_runs import read_csv
 
 
 def kind_of(n_flushes: pd.Series, n_tx: pd.Series) -> pd.Series:

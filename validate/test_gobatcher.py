@@ -34,22 +34,15 @@ import pandas as pd
 import pytest
 
 from simbatch.batching.gocpu import COSTS
-from validate.calibrate_gobatcher import (
-    FIT_COSTS,
+from validate.calibrate_gobatcher import FIT_COSTS, compare, covers, is_fit_cell, judge, report
+from validate.gobatcher_host import fit_cpu_scale, host_from_probes, scaled
+from validate.gobatcher_runs import (
     HARNESS,
     ROOT,
     cells_of,
-    compare,
-    covers,
-    fit_cpu_scale,
     go_from_file,
-    host_from_probes,
     is_cycle_cell,
-    is_fit_cell,
-    judge,
     load_run,
-    report,
-    scaled,
     speed_ratio_from,
 )
 
@@ -301,7 +294,8 @@ def test_the_costs_are_measured_from_two_cells_profiles(tmp_path):
     # are what the recorded CPU profiles of the real pipeline give (each goroutine's CPU per
     # flush, item or transaction, scaled to the process's CPU, less what the model charges
     # apart); a drain cell and a drain-off cell tell per-flush from per-item costs
-    from validate.calibrate_gobatcher import PROFILED, costs_from_profile, fitted_cells_of
+    from validate.gobatcher_profile import PROFILED, costs_from_profile
+    from validate.gobatcher_runs import fitted_cells_of
 
     if shutil.which("go") is None:
         pytest.skip("go not on PATH: the profile is read with go tool pprof")
@@ -344,7 +338,8 @@ def test_a_block_of_2856_transactions_is_predicted_from_the_profiles_of_smaller_
 
     from simbatch.batching.engine import simulate
     from simbatch.core.streams import replication_seed
-    from validate.calibrate_gobatcher import case_for, profiled_run
+    from validate.gobatcher_profile import profiled_run
+    from validate.gobatcher_runs import case_for
 
     if shutil.which("go") is None:
         pytest.skip("go not on PATH: the profile is read with go tool pprof")
@@ -368,7 +363,7 @@ def test_a_block_of_2856_transactions_is_predicted_from_the_profiles_of_smaller_
 def test_a_profile_of_a_cell_it_cannot_read_is_refused_with_the_path(tmp_path):
     # the cell must be GOMAXPROCS 1, v2.0.6, a pool, a sleep flush, errgroup fan-out: the
     # costs are read off its goroutines
-    from validate.calibrate_gobatcher import costs_from_profile
+    from validate.gobatcher_profile import costs_from_profile
 
     src = HARNESS / "data" / "dispatch"
     for name in ("cpu.prof", "run.toml"):
@@ -384,7 +379,7 @@ def test_a_profile_of_a_cell_it_cannot_read_is_refused_with_the_path(tmp_path):
 def test_each_simulated_run_is_packed_as_long_as_its_measured_block_waited():
     from types import SimpleNamespace
 
-    from validate.calibrate_gobatcher import packed_host
+    from validate.gobatcher_host import packed_host
 
     host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", None)
     cell = SimpleNamespace(gomaxprocs=2, runq_waits=[0.0005, 0.0121])
@@ -401,7 +396,7 @@ def test_each_simulated_run_is_packed_as_long_as_its_measured_block_waited():
 def test_a_cell_taken_as_a_pandas_row_is_simulated_with_its_own_batcher_size():
     # cells.iloc[i] (a Series, as in a notebook) has .size = its number of fields (21), not
     # the size column: taken at face value it simulated a 4,096-item batcher as a 21-item one
-    from validate.calibrate_gobatcher import case_for
+    from validate.gobatcher_runs import case_for
 
     cells = cells_of(load_run(RECORDED)[0])
     host, _ = host_from_probes(ROOT / "models" / "host-loopback.toml", None)
@@ -723,7 +718,8 @@ def test_an_input_it_cannot_use_is_refused_by_name_before_the_run_is_read(tmp_pa
 
 # ------------------------------------------------------------------ the CPU's run-to-run noise
 def test_a_run_without_cycle_blocks_cannot_fit_the_noise_and_says_why(tmp_path, capsys):
-    from validate.calibrate_gobatcher import main, read_csv
+    from validate.calibrate_gobatcher import main
+    from validate.gobatcher_runs import read_csv
 
     small = HARNESS / "data" / "small"
     blocks = read_csv(small / "blocks.csv")
@@ -741,7 +737,7 @@ def test_a_run_without_cycle_blocks_cannot_fit_the_noise_and_says_why(tmp_path, 
 
 
 def test_spreads_are_taken_from_serial_cycle_blocks_and_spin_flushes_only():
-    from validate.calibrate_gobatcher import spreads_from
+    from validate.gobatcher_runs import spreads_from
 
     cell = {"gomaxprocs": 1, "drain": True, "cap": "all", "max_concurrent": 64, "n_tx": 16}
     blocks = pd.DataFrame([
@@ -766,7 +762,7 @@ def test_spreads_are_taken_from_serial_cycle_blocks_and_spin_flushes_only():
 
 
 def test_a_flush_stranded_over_the_next_gives_no_gap_after_it():
-    from validate.calibrate_gobatcher import after_flush_gaps
+    from validate.gobatcher_runs import after_flush_gaps
 
     start = np.array([700.0, 0.0, 100.0])          # any order: taken by start
     end = np.array([1200.0, 650.0, 600.0])         # the first overlaps the second
@@ -778,7 +774,8 @@ def test_the_cpu_noise_fitted_on_drain_cycles_predicts_the_spread_of_spin_flushe
     # transaction (cycles of ~3.6 us, spread 0.20); a 500 us spin flush is 140 such cycles'
     # worth of CPU, so the same noise predicts it about 12 times narrower, which the
     # measured flushes show (full9: 0.025, full6: 0.014; predicted 0.019-0.022)
-    from validate.calibrate_gobatcher import is_cycle_cell, is_spin_cell, model_spreads
+    from validate.gobatcher_host import model_spreads
+    from validate.gobatcher_runs import is_cycle_cell, is_spin_cell
 
     blocks, probes = load_run(HARNESS / "data" / "full9")
     cells = cells_of(blocks)
@@ -803,7 +800,8 @@ def test_runs_packed_onto_one_cpu_are_serial_as_the_measured_packed_blocks_are()
     # over 200 us for a CPU made about one flush per transaction in 80-100 % of the cases,
     # the others in 16-50 %; the model's runs, each packed as its paired block, follow
     # (one thread at a time while packed: 93-100 % and 4-62 % at 60 runs a cell)
-    from validate.calibrate_gobatcher import packed_host, predict
+    from validate.calibrate_gobatcher import predict
+    from validate.gobatcher_host import packed_host
 
     blocks, probes = load_run(HARNESS / "data" / "full9")
     cells = cells_of(blocks)

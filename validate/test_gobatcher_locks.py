@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from validate.calibrate_gobatcher import ROOT
 from validate.gobatcher_locks import chains, load, main, per_block, read_sleeps, summary
+from validate.gobatcher_runs import ROOT
 
 LOCKS = ROOT / "validate" / "gobatcher" / "data" / "locks"
 

@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from validate.calibrate_gobatcher import ROOT
 from validate.gobatcher_processors import by_history, kind_of, load, main, per_block, summary
+from validate.gobatcher_runs import ROOT
 
 PROCESSORS = ROOT / "validate" / "gobatcher" / "data" / "processors"
 

@@ -43,7 +43,7 @@ Two more properties of the host matter when the client's CPU is modelled (``[go]
   than another (a vCPU's host core, its SMT sibling's load, its clock), at ``quantiles``
   (ratios >= 1). The harness measures it from its spin flushes at GOMAXPROCS 2: the flushes
   of a block fall into two chains, one per processor, whose median durations differ by a
-  median 0.6 % on a quiet host (``validate/calibrate_gobatcher.py``, ``speed_ratio_from``).
+  median 0.6 % on a quiet host (``validate/gobatcher_runs.py``, ``speed_ratio_from``).
   Each run draws one ratio per processor after the first, which then runs its CPU that much
   slower or faster (even odds). It matters where two processors take turns at equal
   CPU-bound flushes: their cycles drift apart by the difference every flush, so sooner or
@@ -59,7 +59,7 @@ Two more properties of the host matter when the client's CPU is modelled (``[go]
   hand-off) by ~15 %, a 500 us spin by ~1.3 %. Measured on the harness's GOMAXPROCS 1 drain
   blocks that make one flush per transaction, whose flush starts are one such cycle apart:
   their spread (interquartile range over median) is 0.20-0.25 on this machine
-  (``validate/calibrate_gobatcher.py``, ``spreads_from``), which the model reproduces
+  (``validate/gobatcher_runs.py``, ``spreads_from``), which the model reproduces
   with 83.5-134 ns. It matters where two processors run equal cycles: with fixed costs their
   phase locks, and the other processor's Puts land during this one's flush in every cycle,
   never during its drain; with the noise the phase wanders, as on the host. 0 (the
