@@ -431,7 +431,7 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
     (librdkafka's statistics) and predicted (the broker's coalesced fetches,
     simbatch/kafka/broker.py) and the broker's costs it was predicted with, from ``rows``
     (:func:`compare`); and, where the broker's
-    threads were measured (:func:`validate.kafka_harness.thread_usage`), the request path's
+    threads were measured (:func:`validate.broker_jvm.thread_usage`), the request path's
     CPU and context switches per produce request (the consumer's fetches included) and the
     cores the request path, the JIT compiler, the garbage collector and the rest of the JVM
     kept busy, for the configuration and its paired fit runs; medians over runs. The model's

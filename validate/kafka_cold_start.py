@@ -217,7 +217,8 @@ def measure_followers(out: Path, rounds: int = 2, gaps: tuple[float, ...] = GAPS
     replica fetcher threads' CPU (:data:`FOLLOWERS_CSV`, a row each)."""
     from dataclasses import replace
 
-    from validate.kafka_harness import fetcher_cpu_s, run
+    from validate.broker_jvm import fetcher_cpu_s
+    from validate.kafka_harness import run
     from validate.kafka_replication import warm_cluster
 
     out.mkdir(parents=True, exist_ok=True)

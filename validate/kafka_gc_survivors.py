@@ -36,7 +36,7 @@ def collections(lines: list[tuple[float, str]], marks: dict[str, float]) -> list
     (time, line), the header first): when its pause ended (the sample its time grew in),
     the phase (the last of ``marks``, name -> time, before it), its pause (ms), the survivor
     spaces' and the old generation's use after it (MB)."""
-    from validate.kafka_harness import jstat_samples
+    from validate.broker_jvm import jstat_samples
 
     samples = jstat_samples(lines)
     out = []
@@ -63,8 +63,8 @@ def measure(rate: float, partitions: int, topics: int, before_s: float,
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from validate.broker_jvm import GcSampler
     from validate.kafka_broker import KafkaBroker
-    from validate.kafka_harness import GcSampler
 
     def create(name: str) -> None:
         admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)

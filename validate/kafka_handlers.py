@@ -1,8 +1,8 @@
 """Which of the brokers' threads serve a run, and what a request costs on each: every
 request handler, network processor and replica fetcher of the three brokers of the local
 cluster, named by the JDK's ``jstack``, with its CPU (the scheduler's count,
-``kafka_harness._thread_cpu_s``) and its wake-ups (voluntary context switches,
-``kafka_harness.thread_switches``) over one harness run.
+``broker_jvm._thread_cpu_s``) and its wake-ups (voluntary context switches,
+``broker_jvm.thread_switches``) over one harness run.
 
 Why (issue 14): the speed at which the broker's costs hold, fitted on the replication acks,
 is half the one its CPU time measures (``validate/kafka_replication.py``, "What the costs'
@@ -44,7 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from validate.kafka_harness import HarnessError, _thread_cpu_s, thread_switches
+from validate.broker_jvm import _thread_cpu_s, thread_switches
+from validate.kafka_harness import HarnessError
 
 KINDS = (("handler", re.compile(r"request-handler-\d+$")),
          ("network", re.compile(r"network-thread-\d+-ListenerName\(PLAINTEXT\)")),

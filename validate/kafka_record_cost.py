@@ -19,8 +19,8 @@ runs :data:`REPS` times, interleaved.
 Each round: a fresh topic, a warm-up of 5,000 records, then ``rate`` records/s of 256 bytes
 for ``seconds`` (librdkafka, ``acks=1``, keyed, as the calibration's), every record consumed;
 over the span, the JVM's CPU (``/proc/PID/stat``) and its threads' by group
-(:data:`~validate.kafka_harness.THREAD_GROUPS`: the request path, the JIT compiler, the
-collector; to the nanosecond since 2026-12-06, ``kafka_harness._thread_cpu_s``: in clock
+(:data:`~validate.broker_jvm.THREAD_GROUPS`: the request path, the JIT compiler, the
+collector; to the nanosecond since 2026-12-06, ``broker_jvm._thread_cpu_s``: in clock
 ticks a warm broker on that day's machine read the same request path at both request
 sizes), and the produce and fetch requests the clients sent (librdkafka's statistics).
 The fit: the request path's CPU in cores = a request's cost x (produce + fetch requests)/s +
@@ -82,7 +82,8 @@ from typing import Any
 
 import numpy as np
 
-from validate.kafka_harness import HarnessError, process_cpu_s, request_counts, thread_usage
+from validate.broker_jvm import process_cpu_s, thread_usage
+from validate.kafka_harness import HarnessError, request_counts
 from validate.kafka_models import broker_model_path, model_broker
 
 HERE = Path(__file__).resolve().parent

@@ -323,7 +323,7 @@ through the run. The model has these mechanisms and the same cliff, but its foll
 is shorter than the real one (replication adds 1.0 ms to its requests, 1.6-2.2 ms to the
 brokers'), so it stays below it. The followers' appends are not where it is short: their
 fetcher threads used 120-190 us of CPU per message over three runs of the dense
-configuration at three replicas (2026-11-29, ``validate.kafka_harness.fetcher_cpu_s`` on a
+configuration at three replicas (2026-11-29, ``validate.broker_jvm.fetcher_cpu_s`` on a
 cluster warmed as above), where the model's followers use 189 (550-800 against 644 on the
 sparse one).
 
@@ -354,10 +354,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from validate.broker_jvm import thread_usage
 from validate.calibrate_kafka import noise, predict
 from validate.host_probe import cpu_name
 from validate.kafka_fit import Fitted, consume_after_ack, fit_runs, run_percentile
-from validate.kafka_harness import HarnessConfig, HarnessError, read_csv, run, thread_usage
+from validate.kafka_harness import HarnessConfig, HarnessError, read_csv, run
 from validate.kafka_models import (
     HostSpeed,
     broker_model_path,
@@ -510,7 +511,7 @@ def measure_cpu(reps: int = 3, warm_rounds: int = WARM_ROUNDS) -> dict[int, list
     run of :data:`CPU_SIZES` messages, so the runs' set-up (the topic, the clients joining)
     and the JVMs' idle CPU over it drop out; on a fresh cluster warmed up and settled as
     :func:`measure` does, the sizes and replications interleaved."""
-    from validate.kafka_harness import process_cpu_s
+    from validate.broker_jvm import process_cpu_s
 
     out: dict[int, list[float]] = {rf: [] for rf in REPLICATIONS}
     with warm_cluster(warm_rounds) as cluster:

@@ -585,7 +585,7 @@ JSTAT = """\
 
 
 def test_jstat_samples_give_allocation_eden_and_each_young_pause():
-    from validate.kafka_harness import gc_figures
+    from validate.broker_jvm import gc_figures
 
     mb, eden, pauses, remarks, survivors = gc_figures(JSTAT)
     # 4000 KB, then (65536 - 64000) before the collection + 1000 after, then 2000: 8536 KB
@@ -600,7 +600,7 @@ def test_jstat_samples_give_allocation_eden_and_each_young_pause():
 def test_each_young_pause_comes_with_what_it_left_in_the_survivor_spaces():
     # jstat -gc prints both survivor spaces; after a collection one holds what it copied.
     # A pause sampled while under way gets the survivors of the sample its time lands in
-    from validate.kafka_harness import gc_figures
+    from validate.broker_jvm import gc_figures
 
     text = "\n".join([" S0U      S1U      EC       EU        OU     YGC     YGCT    CGC    CGCT",
                       " 0.0    5120.0   65536.0  60000.0  90000.0  10  0.100   2  0.010",
@@ -617,7 +617,7 @@ def test_a_pause_sampled_while_under_way_gets_its_time_from_the_next_sample():
     # the collection counts itself at its start and adds its time at its end: the second
     # sample is taken during a 9 ms young pause, the fourth during a 7 ms Remark; the fifth
     # holds a 12 ms pause of its own besides
-    from validate.kafka_harness import gc_figures
+    from validate.broker_jvm import gc_figures
 
     head = JSTAT.splitlines()[0]
     text = "\n".join([head,
@@ -670,7 +670,7 @@ def test_jstat_samples_before_the_span_are_only_its_baseline():
     # jstat starts during the warm-up (its start-up is a JVM's, which took the broker's CPU
     # when it started with the span): the collection read at t=1.0, before the span, is
     # not the span's; the sample before the span is its baseline
-    from validate.kafka_harness import gc_figures, span_text
+    from validate.broker_jvm import gc_figures, span_text
 
     head, *rows = JSTAT.splitlines(keepends=True)
     lines = [(0.0, head)] + [(t, row) for t, row in zip((0.5, 1.0, 1.5, 2.0, 2.5), rows)]

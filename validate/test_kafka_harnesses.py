@@ -18,14 +18,7 @@ from validate.calibrate_kafka import models_dir_for
 from validate.conftest import need
 from validate.kafka_broker import free_port
 from validate.kafka_grid import CI_CONFIGS
-from validate.kafka_harness import (
-    ENV,
-    HERE,
-    HarnessConfig,
-    HarnessError,
-    harness_command,
-    run,
-)
+from validate.kafka_harness import ENV, HERE, HarnessConfig, HarnessError, harness_command, run
 
 pytestmark = pytest.mark.kafka
 
@@ -112,7 +105,7 @@ def test_the_deadline_timer_flushes_its_linger_after_the_first_message(kafka_bro
 def test_the_brokers_threads_are_grouped_by_the_names_the_kernel_keeps():
     import os
 
-    from validate.kafka_harness import THREAD_GROUPS, thread_usage
+    from validate.broker_jvm import THREAD_GROUPS, thread_usage
 
     def group(name: str) -> str | None:
         comm = name[:15]                    # /proc/PID/task/TID/comm keeps 15 characters
@@ -136,7 +129,7 @@ def test_a_clusters_cpu_is_its_processes_summed():
     import sys
     import time
 
-    from validate.kafka_harness import _cpu_s, _threads, process_cpu_s
+    from validate.broker_jvm import _cpu_s, _threads, process_cpu_s
 
     # two processes that burn 0.2 s of CPU and stop themselves, so the sum holds still
     burn = ("import os, signal, time\nt = time.process_time()\n"
@@ -189,7 +182,7 @@ def test_a_threads_cpu_is_read_to_the_scheduler_s_nanosecond_not_the_clock_tick(
     import threading
     import time
 
-    from validate.kafka_harness import _tasks, _thread_cpu_s
+    from validate.broker_jvm import _tasks, _thread_cpu_s
 
     go, done, leave = threading.Event(), threading.Event(), threading.Event()
 

@@ -110,7 +110,7 @@ def test_a_request_costs_the_broker_what_the_ladder_fitted_for_one(kafka_broker)
     # traffic, this design read 334 +- 88 us (2026-11-28, a fresh-clone run), where a fresh
     # broker read 1203 +- 128 the same day: a JVM that has compiled its request path for
     # longer pays less than a cold start on these requests. The threads' CPU is read to the
-    # nanosecond (kafka_harness._thread_cpu_s): in clock ticks (10 ms, 0.0033 cores over a
+    # nanosecond (broker_jvm._thread_cpu_s): in clock ticks (10 ms, 0.0033 cores over a
     # round) a CI job of 2026-12-06 read the request path at 0.020-0.026 cores at both request
     # sizes and failed here; read so, after the calibration suite on the session broker as in
     # CI, 0.054-0.058 against 0.022-0.023, and 456 +- 13 us per request, 0.45 +- 0.05 per

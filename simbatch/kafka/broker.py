@@ -110,7 +110,7 @@ partitions, linger 10 ms):
   with 2 (28.1) lay between.
 * The measured p99s above were taken with the harness's ``jstat`` starting with the feed;
   its start-up (a JVM: 1.5 vCPUs for 150 ms) took the broker's CPU and delayed the feed's
-  first messages by up to 100 ms (``validate/kafka_harness.py``, ``GcSampler``). With it
+  first messages by up to 100 ms (``validate/broker_jvm.py``, ``GcSampler``). With it
   started before the feed (2026-11-27, six interleaved pairs on one broker, medians): 21.3
   -> 20.3 ms at 2000 msg/s (model 16.3), 20.5 -> 16.8 at 1000 (model 14.3). What remains
   is mostly the JVM's pauses: in six more runs at 2000 msg/s with ``-Xlog:safepoint``, most
