@@ -185,11 +185,11 @@ sessions at three replicas at 0.95-1.53 (median per session of at-speed over mea
 twelve sessions, three beyond 25 %: CI 144 1.39, 15:22 1.53, 17:22 1.36). A line fitted there
 (``--fit-speed`` on the three plain sessions of 15:16-15:27, kept in
 ``validate/kafka_replication_runs/``): floor 24.8 us, costs' speed 65.0 us (log error 0.047);
-it reads those three at 0.96-1.06 and the eleven whose runs were kept and not fitted on at
+it reads those three at 0.96-1.06 and the twelve whose runs were kept and not fitted on at
 0.82-1.03 (the two beside a packet capture, 14:32 and 14:37; CI 146; the CI job after it;
 17:22; CI 147, the first with the line; 18:11; CI 148, 0.82, its runs slower than their
-probes said; CI 149; 19:35; CI 150), franz-go's at 0.85-1.05 (all fourteen, where the other
-machine's line read 0.86-1.47), but 2026-12-06's sessions at 1.20-1.79. So the probe-to-speed
+probes said; CI 149; 19:35; CI 150; CI 151), franz-go's at 0.85-1.15 (all fifteen, where the
+other machine's line read 0.86-1.47), but 2026-12-06's sessions at 1.20-1.79. So the probe-to-speed
 line is a machine's: ``models/kafka-host-speed-loopback.toml`` holds one ``[[host_speed]]``
 entry per CPU (``cpu``, its ``command`` and the fit's lines), the runs are read with the entry
 naming this host's CPU (an entry may leave out the model: 2026-12-06's model number was not
