@@ -25,7 +25,10 @@ runs read back and each client's fit on them, with the model of a harness run
 (validate/kafka_fit.py); the broker's CPU costs and the host speed they hold at
 (validate/broker_costs.py); the broker JVM's young collections (validate/broker_gc.py).
 This module measures (:func:`measure`), predicts (:func:`predict`), compares and reports,
-and writes the models files.
+and writes the models files. ``--gc-pool DIR ...`` instead pools the broker JVM's young pauses
+and Remarks of calibration sessions into this CPU's entry of ``models/kafka-gc-loopback.toml``
+(the sessions behind the shipped one: ``validate/kafka_gc_sessions/``), which the judge
+draws pauses from beside a session's own (validate/broker_gc.py, "Why a pool").
 
 CI runs :data:`CI_CONFIGS` (each client at one linger and one P, the deadline outer batcher
 once, the fits, and one dense multi-partition configuration), building the Go and Java
@@ -58,7 +61,15 @@ from validate.broker_costs import (
     tells_costs_apart,
     write_costs_speed,
 )
-from validate.broker_gc import GC_FIGURES, fitted_gc, measured_gc, measured_pauses
+from validate.broker_gc import (
+    GC_FIGURES,
+    fitted_gc,
+    gc_pool,
+    measured_gc,
+    measured_pauses,
+    with_pool,
+    write_gc_pool,
+)
 from validate.kafka_fit import (
     STALL_S,
     Fitted,
@@ -83,8 +94,11 @@ from validate.kafka_grid import (
 )
 from validate.kafka_harness import STATS_MS, HarnessConfig, run
 from validate.kafka_models import (
+    GcPool,
     broker_model_path,
     broker_speed_model,
+    gc_pool_model,
+    gc_pool_path,
     host_speed_model,
     model_broker,
 )
@@ -179,7 +193,8 @@ def predict(name: str, cfg: HarnessConfig, fitted: list[Fitted], runs: list[np.n
     ``runs[k]``: measured run k; the messages it is judged on (:func:`kept`) are kept here.
     ``brokers[k]``: the model's ``[broker]`` for run k (:func:`fit_broker`), whose CPU is
     then predicted too (``broker_cpu``, cores over the run). ``gc``: the broker's young
-    collections (:func:`fitted_gc`, without this configuration's runs), for every run;
+    collections (:func:`fitted_gc`, without this configuration's runs, with the CPU's pool of
+    pauses: :func:`~validate.broker_gc.with_pool`), for every run;
     ``n_brokers``: the cluster's size (:func:`model_case`). Also ``consume_after_ack``: the
     median message's consume minus ack time (:func:`consume_after_ack`), likewise."""
     from simbatch.core.streams import replication_seed
@@ -369,12 +384,16 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
     paired with it; a CPU configuration's broker is fitted on the session's other runs
     (:func:`held_out_broker`, with the ``[broker]`` of :func:`broker_model_path` in
     ``models_dir`` as the shape where they cannot separate its costs, and the session's
-    record cost, ``design``, where its design ran: :func:`session_record_cost`)."""
+    record cost, ``design``, where its design ran: :func:`session_record_cost`). The broker's
+    young collections of a librdkafka configuration are fitted on the session's other runs,
+    their pauses drawn from those runs' and from this CPU's pool in ``models_dir``
+    (:func:`~validate.kafka_models.gc_pool_model`)."""
     rows = []
     shape = model_broker(models_dir or HERE.parent / "models")
     shape_speed = broker_speed_model(models_dir or HERE.parent / "models")
     host = host_speed_model()
     samples = cpu_samples(results)
+    pool = gc_pool_model(models_dir or HERE.parent / "models")
     for name, m in results.items():
         fitted = fit_runs(m.fit_runs)
         brokers = None         # without the broker's CPU time (a user's cluster): no model
@@ -386,8 +405,8 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
             reader = shape_speed if broker is shape else host
             brokers = [at_speed(broker, at_s, reader.of(r) if reader else float("nan"))
                        for r in m.runs]
-        gc = fitted_gc(results, held_out=name) if CONFIGS[name].client == "librdkafka" \
-            else None
+        gc = with_pool(fitted_gc(results, held_out=name), pool) \
+            if CONFIGS[name].client == "librdkafka" else None
         pred = predict(name, CONFIGS[name], fitted, m.runs, brokers,
                        gc=gc[0] if gc is not None else None)
         measured = {"p50": run_percentile(m.runs, 0.5), "p99": run_percentile(m.runs, 0.99),
@@ -413,7 +432,8 @@ def compare(results: dict[str, Measured], models_dir: Path | None = None,
             rows[-1]["broker"] = (broker, at_s) if brokers else None
             if gc_pred and gc is not None:
                 rows[-1]["gc"] = (measured_gc(m.runs), tuple(gc_pred))
-                rows[-1]["pauses"] = (measured_pauses(m.runs), gc[0]["pause_ms"])
+                rows[-1]["pauses"] = (measured_pauses(m.runs), gc[0]["pause_ms"],
+                                      pool is not None)
         # load: the machine's 1-minute load average as the runs started (median)
     return rows
 
@@ -454,9 +474,11 @@ def where_cpu_went(results: dict[str, Measured], rows: Sequence[dict] = ()) -> l
               + (f" after which the survivor spaces held {_median_range(own[1])} MB"
                  if np.isfinite(own[1]).any() else "")
               + f"; the model draws from {_median_range(np.asarray(model, float))} ms, the "
-              "session's other runs' (a pause's length follows what it copies, which the model "
-              "does not draw: simbatch/kafka/gc.py)"
-              for r in rows if "pauses" in r for own, model in [r["pauses"]]]
+              "session's other runs'" + (" and this CPU's pool's (models/kafka-gc-loopback.toml)"
+                                         if pooled else "")
+              + " (a pause's length follows what it copies, which the model does not draw: "
+              "simbatch/kafka/gc.py)"
+              for r in rows if "pauses" in r for own, model, pooled in [r["pauses"]]]
     lines += [_broker_line(results, r) for r in rows if r.get("broker")]
     for name, m in results.items():
         runs = list(m.runs) + list(m.cpu_fit_runs or [])
@@ -673,7 +695,29 @@ def main() -> None:
                              "hold by the broker's CPU on these sessions' CPU_FIT runs "
                              "(costs_speed) and write it into the file's [host_speed] "
                              "(models/, or --models-dir)")
+    parser.add_argument("--gc-pool", nargs="+", metavar="DIR", default=None,
+                        help="instead, pool the broker JVM's young pauses and Remarks of these "
+                             "sessions' librdkafka runs (but the held-out configuration's) "
+                             "into this CPU's entry of kafka-gc-loopback.toml (models/, or "
+                             "--models-dir)")
     args = parser.parse_args()
+    if args.gc_pool:
+        from validate.host_probe import cpu_name
+
+        where = Path(args.models_dir) if args.models_dir else HERE.parent / "models"
+        try:
+            pauses, remarks, lines = gc_pool([Path(d) for d in args.gc_pool])
+            path = gc_pool_path(where)
+            write_gc_pool(path, GcPool(cpu_name(), tuple(pauses), tuple(remarks), (
+                f"{len(lines)} calibration sessions (python -m validate.calibrate_kafka "
+                "--gc-pool " + " ".join(args.gc_pool) + ", "
+                + dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d") + ")")))
+        except HarnessError as exc:
+            print(f"calibrate_kafka: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        print("\n".join(lines))
+        print(f"{len(pauses)} young pauses, {len(remarks)} Remarks; wrote {path}")
+        return
     if args.costs_speed:
         where = Path(args.models_dir) if args.models_dir else HERE.parent / "models"
         try:
@@ -730,8 +774,8 @@ def main() -> None:
             prov["command"] += f" --from-csv --out-dir {args.out_dir}"
         path = model_path(models_dir, client, bootstrap)
         client_rows = [r for r in rows if CONFIGS[r["config"]].client == client]
-        gc = fitted_gc(results, held_out=MODEL_FIT_EXCLUDES) if client == "librdkafka" \
-            else None
+        gc = with_pool(fitted_gc(results, held_out=MODEL_FIT_EXCLUDES), gc_pool_model()) \
+            if client == "librdkafka" else None
         path.write_text(model_toml(fit(results[fit_name].runs), prov, client_rows, gc))
         print(f"wrote {path}")
     broker = fitted_broker(results, design, shape)

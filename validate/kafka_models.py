@@ -5,6 +5,10 @@ CPU (``models/kafka-host-speed-loopback.toml``, written by ``validate/kafka_repl
 a broker's costs carried from one host speed to another (:class:`HostSpeed`; the why is in
 ``validate/kafka_replication.py``'s docstring, "What the costs' speed holds").
 
+The broker JVM's young pauses and Remark stops measured over several calibration sessions on
+one CPU, a pool per CPU (``models/kafka-gc-loopback.toml``, written by
+``validate/calibrate_kafka.py --gc-pool``: :class:`GcPool`).
+
 The calibration, the replication suite, the record-cost design and the cold-start and thread
 studies all read these files; each file's writer lives with the measurement that makes it.
 """
@@ -96,19 +100,8 @@ def host_speed_lines(models_dir: Path = MODELS) -> dict[str, HostSpeed]:
     one named twice, or a figure that is not a positive number is refused, naming the field,
     the value and the file."""
     path = speed_model_path(models_dir)
-    if not path.is_file():
-        return {}
-    entries = _read_toml(path).get("host_speed", [])
-    if not isinstance(entries, list):
-        raise HarnessError(f"{path}: host_speed must be one [[host_speed]] entry per CPU, each "
-                           f"naming its cpu; got a single [host_speed] table")
-    out: dict[str, HostSpeed] = {}
-    for entry in entries:
-        cpu = _cpu_of(entry, path, "[[host_speed]]", "its line was fitted on")
-        if cpu in out:
-            raise HarnessError(f"{path}: [[host_speed]] cpu {cpu!r} has two entries")
-        out[cpu] = _host_speed_of(entry, path, f"[[host_speed]] cpu = {cpu!r}:")
-    return out
+    return {cpu: _host_speed_of(entry, path, f"[[host_speed]] cpu = {cpu!r}:")
+            for cpu, entry in _per_cpu(path, "host_speed", "its line was fitted on").items()}
 
 
 def host_speed_model(models_dir: Path = MODELS, cpu: str | None = None) -> HostSpeed | None:
@@ -160,6 +153,83 @@ def broker_speed_model(models_dir: Path = MODELS) -> HostSpeed | None:
     cpu = _cpu_of(table, path, "[host_speed]", "its speed was measured on")
     speed = _host_speed_of(table, path)
     return speed if same_cpu(cpu, cpu_name()) else None
+
+
+def gc_pool_path(models_dir: Path) -> Path:
+    """``models/kafka-gc-loopback.toml``: the broker JVM's young pauses and Remark stops
+    measured on calibration sessions, a pool per CPU (:class:`GcPool`)."""
+    return models_dir / "kafka-gc-loopback.toml"
+
+
+@dataclass(frozen=True)
+class GcPool:
+    """The local broker JVM's young pauses and the Remark stops of its marking cycles (ms),
+    every one measured (``jstat``) over the librdkafka runs of several calibration sessions on
+    one CPU but the runs of the configuration those sessions judge held out
+    (``validate/broker_gc.py``'s :func:`~validate.broker_gc.gc_pool`), and what they were
+    measured on (``sessions``). A session holds a few collections; the model draws a pause's
+    length from what it is given (``simbatch/kafka/gc.py``), and the pool gives it the
+    machine's pauses, not a session's one or two (:func:`~validate.broker_gc.with_pool`)."""
+    cpu: str
+    pause_ms: tuple[float, ...]
+    remark_ms: tuple[float, ...]
+    sessions: str
+
+
+def gc_pools(models_dir: Path = MODELS) -> dict[str, GcPool]:
+    """Every CPU's :class:`GcPool` in :func:`gc_pool_path` of ``models_dir``, by its ``cpu``
+    ({} without a file). A file that is not a list of ``[[pool]]`` entries, an entry without
+    its ``cpu`` or with one named twice, pauses that are not a non-empty list of positive
+    milliseconds or Remarks not a list of them, or no ``sessions`` saying what they were
+    measured on, is refused, naming the field, the value and the file."""
+    path = gc_pool_path(models_dir)
+    out: dict[str, GcPool] = {}
+    for cpu, entry in _per_cpu(path, "pool", "its pauses were measured on").items():
+        where = f"[[pool]] cpu = {cpu!r}:"
+        lists = []
+        for field in ("pause_ms", "remark_ms"):
+            value = entry.get(field, [] if field == "remark_ms" else None)
+            if not isinstance(value, list) or (field == "pause_ms" and not value) or any(
+                    isinstance(x, bool) or not isinstance(x, (int, float))
+                    or not np.isfinite(x) or x <= 0 for x in value):
+                raise HarnessError(f"{path}: {where} {field} must be a list of positive "
+                                   f"milliseconds{'' if field == 'remark_ms' else ', not empty'}"
+                                   f"; got {value!r}")
+            lists.append(tuple(float(x) for x in value))
+        sessions = entry.get("sessions")
+        if not isinstance(sessions, str) or not sessions.strip():
+            raise HarnessError(f"{path}: {where} sessions must say what the pauses were "
+                               f"measured on; got {sessions!r}")
+        out[cpu] = GcPool(cpu, lists[0], lists[1], sessions)
+    return out
+
+
+def gc_pool_model(models_dir: Path = MODELS, cpu: str | None = None) -> GcPool | None:
+    """The :class:`GcPool` of :func:`gc_pool_path` in ``models_dir`` for ``cpu`` (default
+    this host's, :func:`~validate.host_probe.cpu_name`; the entry matching it,
+    :func:`same_cpu`), None without a file or an entry for it: pauses are the machine's.
+    Refused as :func:`gc_pools`."""
+    cpu = cpu_name() if cpu is None else cpu
+    return next((p for key, p in gc_pools(models_dir).items() if same_cpu(key, cpu)), None)
+
+
+def _per_cpu(path: Path, key: str, what: str) -> dict[str, dict]:
+    """The ``[[key]]`` entries of the file at ``path`` by their ``cpu`` (the CPU ``what``
+    says; {} without a file); a single ``[key]`` table, an entry without its ``cpu`` or a CPU
+    named twice is refused, naming the file."""
+    if not path.is_file():
+        return {}
+    entries = _read_toml(path).get(key, [])
+    if not isinstance(entries, list):
+        raise HarnessError(f"{path}: {key} must be one [[{key}]] entry per CPU, each naming "
+                           f"its cpu; got a single [{key}] table")
+    out: dict[str, dict] = {}
+    for entry in entries:
+        cpu = _cpu_of(entry, path, f"[[{key}]]", what)
+        if cpu in out:
+            raise HarnessError(f"{path}: [[{key}]] cpu {cpu!r} has two entries")
+        out[cpu] = entry
+    return out
 
 
 def _cpu_of(table: object, path: Path, where: str, what: str) -> str:

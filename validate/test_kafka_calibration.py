@@ -126,11 +126,23 @@ def test_runs_are_judged_on_most_of_their_messages(calibration):
 # docstring of simbatch/kafka/gc.py, "Not modelled either", for the mechanism looked for).
 NOT_YET: dict[tuple[str, str], str] = {
     ("linger10-p32-1000ps-dense", "p99"): "issue 14 open: the model's young pauses are drawn "
-    "from the session's other runs' (fitted_gc), and when those hold one long pause every "
-    "drawn pause is that long: CI 112 (2026-12-06) measured 14.03 ms against 21.15 "
-    "predicted, its other runs' one pause of 20 ms against the rung's own twelve of 3-9 ms "
-    "(20.89 with the factor-scaled costs of before: not the costs' speed; see comment)",
+    "from the session's other runs' and this CPU's pool (models/kafka-gc-loopback.toml), and a "
+    "session whose own runs stop longer than those misses low: CI 149 (2026-12-07) measured "
+    "27.10 ms against 17.03 predicted, its runs holding a Remark of 19 ms and a pause of 18 (a "
+    "pause's length follows what the collection copies, which the model does not draw; see "
+    "comment)",
 }
+# The rung's pauses, since 2026-12-07 (late): drawn from the session's other runs' and this
+# CPU's pool (validate/broker_gc.py, "Why a pool"; models/kafka-gc-loopback.toml: CI 147-152's
+# other runs, 20 pauses of 7-30 ms and 5 Remarks). Before it, a session's one to six pauses set
+# every drawn pause: CI 148 predicted 31.67 ms against 21.78 measured from a single pause of
+# 30 ms. On those six sessions, each judged with the other five's pauses pooled in (`--ci
+# --from-csv`): -7, -17, -37, -9, -16, +13 % (the session's own alone: -12, +45, -29, -13, +3,
+# -11 %). On sessions the pool was not made from (2026-12-07, 22:55-23:36 UTC, nothing else
+# running; three by `python -m validate.calibrate_kafka --ci`, one by this file's fixture):
+# measured 19.34, 22.96, 20.02 and 21.64 ms, predicted +0, -23, -7 and -21 % (the session's own
+# alone: -5, -10, -21, -21 %). Within in every one, but the model still reads the rung's tail
+# low more often than high: a session measuring above ~23 ms misses (the mechanisms below).
 # The rung's p99 is a non-strict xfail again since CI 112 (2026-12-06, the 26th fresh-clone
 # run on this machine), which missed high: 14.03 ms measured, 21.15 predicted. Its session's
 # other runs held a single young pause, of 20 ms, and the model drew every pause of the rung
@@ -661,9 +673,14 @@ def test_the_pauses_the_model_draws_are_printed_beside_the_rung_s_own():
         runs.append(r)
     own = measured_pauses(runs)
     assert own[0] == pytest.approx([6.0, 4.0, 10.0])
-    line, = where_cpu_went({}, [{"config": CPU_CONFIGS[0], "pauses": (own, [12.0, 20.0])}])
+    line, = where_cpu_went({}, [{"config": CPU_CONFIGS[0],
+                                 "pauses": (own, [12.0, 20.0], False)}])
     assert ("young pauses measured 6.0 (4.0-10.0, 3) ms after which the survivor spaces held "
-            "3.0 (1.0-5.0, 2) MB; the model draws from 16.0 (12.0-20.0, 2) ms") in line
+            "3.0 (1.0-5.0, 2) MB; the model draws from 16.0 (12.0-20.0, 2) ms, the session's "
+            "other runs' (a pause") in line
+    # with this CPU's pool drawn from beside them, the line says so
+    line, = where_cpu_went({}, [{"config": CPU_CONFIGS[0], "pauses": (own, [12.0, 20.0], True)}])
+    assert "other runs' and this CPU's pool's (models/kafka-gc-loopback.toml)" in line
 
 
 def test_jstat_samples_before_the_span_are_only_its_baseline():
@@ -723,6 +740,90 @@ def test_the_collections_fitted_on_the_other_configurations_give_back_their_allo
     assert fitted_gc(results)[0]["pause_ms"][-1] == 30.0
     # one partition count cannot tell the two costs apart: no [gc]
     assert fitted_gc({fit: Measured(fits, fits)}) is None
+
+
+def test_the_cpu_s_pool_of_pauses_is_drawn_from_beside_the_session_s_own():
+    # a session's runs hold a few pauses; the model draws from them and this CPU's pool,
+    # and counts Remarks per young collection over both
+    from validate.broker_gc import with_pool
+    from validate.kafka_models import GcPool
+
+    session = ({"eden_mb": 90.0, "request_kb": 50.0, "partition_fetch_kb": 4.0,
+                "pause_ms": [30.0]}, ["# [gc]: fitted on 9 runs"])
+    pool = GcPool("AMD EPYC (family 25, model 1)", (7.0, 9.0, 12.0), (13.0,), "3 sessions")
+    gc, notes = with_pool(session, pool)
+    assert gc["pause_ms"] == [7.0, 9.0, 12.0, 30.0] and gc["remark_ms"] == [13.0]
+    assert gc["remarks_per_young"] == 0.25
+    assert gc["eden_mb"] == 90.0 and gc["request_kb"] == 50.0     # allocation: the session's
+    assert notes[0] == session[1][0] and "3 young pauses and 1 Remarks of 3 sessions" in notes[1]
+    # Remarks of the session's own count too; none anywhere: no Remarks drawn
+    own = ({**session[0], "remarks_per_young": 1.0, "remark_ms": [11.0]}, [])
+    assert with_pool(own, pool)[0]["remark_ms"] == [11.0, 13.0]
+    assert "remark_ms" not in with_pool(session, GcPool("c", (7.0,), (), "s"))[0]
+    # no pool for this CPU, or no jstat in the session: as it was
+    assert with_pool(session, None) is session and with_pool(None, pool) is None
+
+
+def test_the_pool_file_holds_a_pool_per_cpu_and_refuses_a_bad_entry(tmp_path):
+    from validate.broker_gc import write_gc_pool
+    from validate.kafka_models import GcPool, gc_pool_model, gc_pool_path, gc_pools
+
+    path = gc_pool_path(tmp_path)
+    assert gc_pool_model(tmp_path, cpu="AMD EPYC (family 25, model 1)") is None   # no file
+    a = GcPool("AMD EPYC (family 25, model 1)", (7.0, 30.0), (13.0,), "2 sessions (a)")
+    b = GcPool("AMD EPYC (family 26)", (5.5,), (), "1 session (b)")
+    write_gc_pool(path, a)
+    write_gc_pool(path, b)
+    write_gc_pool(path, GcPool(a.cpu, (8.0,), (), "1 session (a2)"))   # replaces a, keeps b
+    assert gc_pools(tmp_path) == {a.cpu: GcPool(a.cpu, (8.0,), (), "1 session (a2)"), b.cpu: b}
+    assert gc_pool_model(tmp_path, cpu="AMD EPYC (family 26, model 2)") == b     # family's line
+    assert gc_pool_model(tmp_path, cpu="Intel Xeon (family 6, model 85)") is None
+    text = path.read_text()
+    for bad, field, value in (('pause_ms = [8]', "pause_ms = []", "[]"),
+                              ('pause_ms = [8]', "pause_ms = [8, -1]", "[8, -1]"),
+                              ('remark_ms = []', 'remark_ms = ["x"]', "['x']"),
+                              ('sessions = "1 session (a2)"', 'sessions = ""', "''")):
+        path.write_text(text.replace(bad, field, 1))
+        with pytest.raises(HarnessError) as err:
+            gc_pools(tmp_path)
+        assert str(path) in str(err.value) and field.split(" = ")[0] in str(err.value) \
+            and value in str(err.value), err.value
+    path.write_text(text.replace('cpu = "AMD EPYC (family 26)"',
+                                 'cpu = "AMD EPYC (family 25, model 1)"'))
+    with pytest.raises(HarnessError, match="has two entries"):
+        gc_pools(tmp_path)
+    path.write_text("[pool]\ncpu = 'x'\n")
+    with pytest.raises(HarnessError, match="one \\[\\[pool\\]\\] entry per CPU"):
+        gc_pools(tmp_path)
+
+
+def test_the_shipped_pool_is_what_the_command_gives_on_its_sessions(tmp_path, monkeypatch):
+    # models/kafka-gc-loopback.toml's pool is every pause and Remark of the sessions kept in
+    # validate/kafka_gc_sessions/ but the held-out rung's runs: the command, re-run, gives it
+    import sys
+
+    import validate.calibrate_kafka as ck
+    from validate.calibrate_kafka import HERE
+    from validate.kafka_models import gc_pool_model, gc_pools
+
+    shipped = gc_pools(HERE.parent / "models")
+    cpu = "AMD EPYC (family 25, model 1)"
+    dirs = shipped[cpu].sessions.split("--gc-pool ")[1].split(",")[0].split()
+    assert len(dirs) == 6 and all((HERE.parent / d).is_dir() for d in dirs)
+    monkeypatch.setattr(sys, "argv", ["calibrate_kafka", "--models-dir", str(tmp_path),
+                                      "--gc-pool", *[str(HERE.parent / d) for d in dirs]])
+    monkeypatch.setattr("validate.host_probe.cpu_name", lambda: cpu)
+    ck.main()
+    again = gc_pool_model(tmp_path, cpu=cpu)
+    assert again is not None
+    assert (again.pause_ms, again.remark_ms) == (shipped[cpu].pause_ms, shipped[cpu].remark_ms)
+    assert len(again.pause_ms) == 20        # against 1-6 in any one of the sessions
+    # a directory that is not a session's: the one error format, no traceback
+    monkeypatch.setattr(sys, "argv", ["calibrate_kafka", "--models-dir", str(tmp_path),
+                                      "--gc-pool", str(tmp_path / "nowhere")])
+    with pytest.raises(SystemExit) as exit_:
+        ck.main()
+    assert exit_.value.code == 2
 
 
 def test_each_fitted_cost_gets_a_standard_error_from_the_residuals():

@@ -78,6 +78,10 @@ pauses from the session's other runs (few collections each), which read 12, 12 a
 one job (CI 84) against the rung's own 4-10; in a run of the calibration's tests the same
 day, the other runs' pauses read 15 and 16 ms at 6.5 and 6.9 MB of survivors (and 5 ms at
 1.2), the rung's 13 read 4-11 ms at 1.0-3.6 MB.
+Since 2026-12-07 the calibration's judge draws from the session's other runs' pauses and
+those of a pool measured the same way over six CI sessions on the machine's CPU (20 pauses of
+7-30 ms: ``models/kafka-gc-loopback.toml``, ``validate/broker_gc.py``): a sample of the
+machine's pauses, not of one session's one or two.
 
 Simplifications: G1's adaptive eden size is one measured figure; mixed collections count
 as young ones; the consumer's idle polls (no data) are in the idle rate; allocation during a
