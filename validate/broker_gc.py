@@ -26,7 +26,7 @@ import numpy as np
 
 from validate.kafka_fit import Measured, read_measurements
 from validate.kafka_grid import CONFIGS, CPU_FIT, MODEL_FIT_EXCLUDES, fit_config
-from validate.kafka_models import GcPool, gc_pools
+from validate.kafka_models import GcPool, gc_pool_path, gc_pools
 
 
 def fitted_gc(results: dict[str, Measured], held_out: str | None = None
@@ -155,12 +155,13 @@ def _span(values: Sequence[float]) -> str:
     return f"{min(values):g}" + (f"-{max(values):g}" if max(values) > min(values) else "")
 
 
-def write_gc_pool(path: Path, pool: GcPool) -> None:
-    """Set ``pool``'s CPU's entry of the pool file at ``path``
-    (:func:`~validate.kafka_models.gc_pool_path`), keeping the other CPUs'."""
+def write_gc_pool(models_dir: Path, pool: GcPool) -> Path:
+    """Set ``pool``'s CPU's entry of ``models_dir``'s pool file
+    (:func:`~validate.kafka_models.gc_pool_path`), keeping the other CPUs'; its path."""
     import json
 
-    pools = {**gc_pools(path.parent), pool.cpu: pool} if path.is_file() else {pool.cpu: pool}
+    path = gc_pool_path(models_dir)
+    pools = {**gc_pools(models_dir), pool.cpu: pool}
     lines = ["# The local broker JVM's young pauses and its marking cycles' Remark stops (ms), "
              "measured (jstat -gc)",
              "# on calibration sessions' librdkafka runs but those of the configuration each "
@@ -175,6 +176,7 @@ def write_gc_pool(path: Path, pool: GcPool) -> None:
                   f"pause_ms = [{', '.join(f'{x:g}' for x in p.pause_ms)}]",
                   f"remark_ms = [{', '.join(f'{x:g}' for x in p.remark_ms)}]", ""]
     path.write_text("\n".join(lines))
+    return path
 
 
 GC_FIGURES = ("gc_youngs", "gc_remarks", "gc_alloc_mb")

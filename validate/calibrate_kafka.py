@@ -98,7 +98,6 @@ from validate.kafka_models import (
     broker_model_path,
     broker_speed_model,
     gc_pool_model,
-    gc_pool_path,
     host_speed_model,
     model_broker,
 )
@@ -707,8 +706,7 @@ def main() -> None:
         where = Path(args.models_dir) if args.models_dir else HERE.parent / "models"
         try:
             pauses, remarks, lines = gc_pool([Path(d) for d in args.gc_pool])
-            path = gc_pool_path(where)
-            write_gc_pool(path, GcPool(cpu_name(), tuple(pauses), tuple(remarks), (
+            path = write_gc_pool(where, GcPool(cpu_name(), tuple(pauses), tuple(remarks), (
                 f"{len(lines)} calibration sessions (python -m validate.calibrate_kafka "
                 "--gc-pool " + " ".join(args.gc_pool) + ", "
                 + dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d") + ")")))

@@ -779,9 +779,9 @@ def test_the_pool_file_holds_a_pool_per_cpu_and_refuses_a_bad_entry(tmp_path):
     assert gc_pool_model(tmp_path, cpu="AMD EPYC (family 25, model 1)") is None   # no file
     a = GcPool("AMD EPYC (family 25, model 1)", (7.0, 30.0), (13.0,), "2 sessions (a)")
     b = GcPool("AMD EPYC (family 26)", (5.5,), (), "1 session (b)")
-    write_gc_pool(path, a)
-    write_gc_pool(path, b)
-    write_gc_pool(path, GcPool(a.cpu, (8.0,), (), "1 session (a2)"))   # replaces a, keeps b
+    write_gc_pool(tmp_path, a)
+    write_gc_pool(tmp_path, b)
+    write_gc_pool(tmp_path, GcPool(a.cpu, (8.0,), (), "1 session (a2)"))   # replaces a, keeps b
     assert gc_pools(tmp_path) == {a.cpu: GcPool(a.cpu, (8.0,), (), "1 session (a2)"), b.cpu: b}
     assert gc_pool_model(tmp_path, cpu="AMD EPYC (family 26, model 2)") == b     # family's line
     assert gc_pool_model(tmp_path, cpu="Intel Xeon (family 6, model 85)") is None
